@@ -1,0 +1,2 @@
+"""multigrain."""
+__version__ = "0.1.0"

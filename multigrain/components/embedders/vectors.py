@@ -1,0 +1,36 @@
+"""Pretrained vectors from ``.vec`` text files (word2vec/fastText text format)."""
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import torch
+
+from multigrain.platform.errors import DataError
+
+
+def load_vec_into(weight: torch.Tensor, tokens: list[str], path: str, skip: int = 2) -> int:
+    """Copy the rows of ``path`` whose token is in ``tokens`` into ``weight`` [V, d].
+
+    The first ``skip`` tokens (padding, OOV) are left alone. Returns how many tokens were
+    found; the others keep their random initialisation (the count is reported as a warning).
+    """
+    index = {t: i for i, t in enumerate(tokens) if i >= skip}
+    dim = weight.shape[1]
+    found = 0
+    with open(path, encoding="utf-8", errors="strict") as f:
+        for n, line in enumerate(f, 1):
+            parts = line.rstrip("\n").rstrip(" ").split(" ")
+            if n == 1 and len(parts) == 2 and all(p.isdigit() for p in parts):
+                continue  # "count dim" header
+            if len(parts) < 2:
+                continue
+            if len(parts) - 1 != dim:
+                raise DataError(path, n, f"vector of size {len(parts) - 1}, the embedding has size {dim}")
+            i = index.get(parts[0])
+            if i is not None:
+                weight[i] = torch.tensor([float(x) for x in parts[1:]])
+                found += 1
+    missing = len(index) - found
+    warnings.warn(f"{Path(path).name}: {found} of {len(index)} tokens found; {missing} initialised randomly")
+    return found

@@ -1,0 +1,130 @@
+"""Sequence tagging (NER): embedder -> encoder -> tagging head, scored by span F1."""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Optional
+
+import torch
+
+from multigrain.components.metrics.span_f1 import SpanF1
+from multigrain.components.tag_schemes import detect_scheme
+from multigrain.platform.config import Lazy
+from multigrain.platform.data import Instance
+from multigrain.platform.kinds import Encoder, Head, Model, TokenEmbedder
+from multigrain.platform.vocab import Vocabulary
+
+END = "</s>"
+
+
+def bigrams_of(chars: list[str]) -> list[str]:
+    """Forward bigrams c_i c_{i+1}, the last one paired with an end marker."""
+    return [a + b for a, b in zip(chars, list(chars[1:]) + [END])]
+
+
+def pad_ids(rows: list[list[int]], value: int = 0) -> torch.Tensor:
+    longest = max((len(r) for r in rows), default=0)
+    out = torch.full((len(rows), max(1, longest)), value, dtype=torch.long)
+    for i, r in enumerate(rows):
+        if r:
+            out[i, : len(r)] = torch.as_tensor(r, dtype=torch.long)
+    return out
+
+
+@Model.register("tagger")
+class Tagger(Model):
+    task = "ner"
+    leaderboard_metric = "f1"
+
+    def __init__(self, vocab: Vocabulary, embedder: TokenEmbedder, encoder: Lazy[Encoder], head: Lazy[Head],
+                 scheme: Optional[str] = None):
+        super().__init__()
+        self.vocab = vocab
+        self.embedder = embedder
+        self.encoder = encoder.construct(input_dim=embedder.get_output_dim())
+        self.labels = vocab.tokens("tags")
+        self.scheme = scheme or detect_scheme(self.labels)
+        self.head = head.construct(input_dim=self.encoder.get_output_dim(), labels=self.labels)
+        self.metric = SpanF1(self.scheme)
+
+    # data -----------------------------------------------------------------
+    @classmethod
+    def count_vocab_items(cls, instance: Instance, counters: dict[str, Counter]) -> None:
+        chars = instance["chars"]
+        counters.setdefault("chars", Counter()).update(chars)
+        counters.setdefault("bigrams", Counter()).update(bigrams_of(chars))
+        if "tags" in instance:
+            counters.setdefault("tags", Counter()).update(instance["tags"])
+        lattice = instance.get("lattice")
+        if lattice is not None:
+            counters.setdefault("words", Counter()).update(lattice.token_text[lattice.n_chars:])
+
+    def tensorize(self, instances: list[Instance]) -> dict[str, Any]:
+        v = self.vocab
+        chars = pad_ids([v.indices("chars", x["chars"]) for x in instances])
+        batch: dict[str, Any] = {
+            "chars": chars,
+            "bigrams": pad_ids([v.indices("bigrams", bigrams_of(x["chars"])) for x in instances]),
+            "mask": pad_ids([[1] * len(x["chars"]) for x in instances]).bool(),
+        }
+        if all("tags" in x for x in instances):
+            batch["tags"] = pad_ids([v.indices("tags", x["tags"]) for x in instances])
+        if instances and instances[0].get("lattice") is not None:
+            from multigrain.components.lattice.types import LatticeBatch
+
+            def token_to_id(token: str, is_char: bool) -> int:
+                return v.index("chars" if is_char else "words", token) if v.size("words") or is_char else 1
+
+            batch["lattice"] = LatticeBatch.collate([x["lattice"] for x in instances], token_to_id)
+        return batch
+
+    def text_to_instance(self, data: dict) -> Instance:
+        if "chars" in data:
+            chars = list(data["chars"])
+        elif "text" in data:
+            chars = list(data["text"])
+        else:
+            raise KeyError('expected "text" or "chars"')
+        inst = Instance({"chars": chars})
+        if "tags" in data:
+            inst["tags"] = list(data["tags"])
+        return inst
+
+    # computation ----------------------------------------------------------
+    def forward(self, chars: torch.Tensor, mask: torch.Tensor, tags: Optional[torch.Tensor] = None,
+                **batch) -> dict[str, torch.Tensor]:
+        """chars, bigrams [B, n]; mask [B, n] bool; tags [B, n]; optional lattice (LatticeBatch)."""
+        batch.update(chars=chars, mask=mask)
+        embedded = self.embedder(**batch)  # [B, T, d]
+        token_mask = batch["lattice"].mask if getattr(self.embedder, "uses_lattice", False) else mask
+        states = self.encoder(embedded, token_mask, batch)[:, : chars.shape[1]]  # [B, n, d]
+        out = self.head(states, mask, tags=tags, inputs=embedded[:, : chars.shape[1]])
+        if tags is not None and not self.training:
+            self.metric(self.decode_tags(out["predictions"], mask), self.decode_tags(tags, mask))
+        return out
+
+    def decode_tags(self, ids: torch.Tensor, mask: torch.Tensor) -> list[list[str]]:
+        lengths = mask.sum(-1).tolist()
+        rows = ids.tolist()
+        return [[self.labels[i] for i in row[:n]] for row, n in zip(rows, lengths)]
+
+    def get_metrics(self, reset: bool = False) -> dict[str, float]:
+        if reset:
+            self._last_report = self.metric.report()
+        return {k: v for k, v in self.metric.get_metric(reset).items() if "-" not in k}
+
+    def report(self) -> dict:
+        """Per-type P/R/F1 of the last completed evaluation."""
+        return getattr(self, "_last_report", {})
+
+    def make_output_human_readable(self, output: dict, instances: list[Instance]) -> list[dict]:
+        from multigrain.components.tag_schemes import extract_spans
+
+        mask = pad_ids([[1] * len(x["chars"]) for x in instances]).bool()
+        tags = self.decode_tags(output["predictions"].cpu(), mask)
+        out = []
+        for inst, t in zip(instances, tags):
+            spans = extract_spans(t, self.scheme)
+            out.append({"text": "".join(inst["chars"]), "tags": t,
+                        "entities": [{"type": ty, "start": s, "end": e, "text": "".join(inst["chars"][s:e + 1])}
+                                     for ty, s, e in spans]})
+        return out

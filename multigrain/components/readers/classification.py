@@ -1,0 +1,107 @@
+"""Sentence classification readers -> fields ``text`` (raw), ``chars``, ``label: str``."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator, Literal, Optional
+
+from multigrain.components.readers.base import LatticeReader
+from multigrain.components.readers.text import in_fraction, read_lines, read_text, shorten, split_chars
+from multigrain.platform.data import Instance
+from multigrain.platform.errors import DataError
+from multigrain.platform.kinds import Reader
+
+
+class SentenceReader(LatticeReader):
+    """Shared option of the sentence-level readers: ``keep_latin_words`` (see ``split_chars``)."""
+
+    def __init__(self, keep_latin_words: bool = True, **kwargs):
+        super().__init__(**kwargs)
+        self.keep_latin_words = keep_latin_words
+
+    def _sentence(self, path: str, number: int, text: str, what: str = "text") -> str:
+        if not text.strip():
+            raise DataError(path, number, f"empty {what}")
+        return text
+
+    def _classified(self, path: str, number: int, text: str, label: str) -> Instance:
+        text = self._sentence(path, number, text)
+        if not label.strip():
+            raise DataError(path, number, "empty label")
+        chars = split_chars(text, self.keep_latin_words)
+        return Instance({"text": text, "chars": chars, "label": label}, source=(path, number))
+
+
+@Reader.register("chnsenticorp")
+class ChnSentiCorpReader(SentenceReader):
+    """ChnSentiCorp: TSV with a header naming columns ``label`` and ``text_a``.
+
+    Labels ``"1"`` (positive) / ``"0"`` (negative) are kept as strings. Shipped: train 9,600
+    (0: 4,801, 1: 4,799) / dev 1,200 (607 / 593) / test 1,200 (592 / 608).
+    """
+
+    def _read(self, path: str) -> Iterator[Instance]:
+        lines = read_lines(path)
+        header = next(lines, None)
+        if header is None:
+            return
+        columns = header[1].split("\t")
+        if "label" not in columns or "text_a" not in columns:
+            raise DataError(path, 1, f"expected a header with columns label and text_a, found {shorten(header[1])}")
+        label_at, text_at = columns.index("label"), columns.index("text_a")
+        for number, line in lines:
+            if not line.strip():
+                continue
+            fields = line.split("\t")
+            if len(fields) != len(columns):
+                raise DataError(
+                    path, number, f"expected {len(columns)} TAB-separated columns, found {len(fields)}: {shorten(line)}"
+                )
+            yield self._classified(path, number, fields[text_at], fields[label_at])
+
+
+@Reader.register("thucnews_titles")
+class ThucNewsTitlesReader(SentenceReader):
+    """THUCNews headlines: ``headline TAB class-id`` per line.
+
+    Labels are the class names of ``class.txt`` in the same folder (line i names id i) when
+    that file is present, else the ids. Only dev.txt and test.txt (10,000 each, 1,000 per class)
+    are shipped, so ``split="train"``/``"dev"`` cut a training set out of a file
+    deterministically: a headline is dev when ``zlib.crc32(headline.encode()) % 1000 <
+    dev_fraction * 1000``. With the default ``dev_fraction=0.1`` on ``dev.txt``: train 8,983 /
+    dev 1,017 headlines (use test.txt, all of it, as the test set).
+    """
+
+    def __init__(self, split: Literal["all", "train", "dev"] = "all", dev_fraction: float = 0.1, **kwargs):
+        super().__init__(**kwargs)
+        if split not in ("all", "train", "dev"):
+            raise ValueError(f"split must be 'all', 'train' or 'dev', got {split!r}")
+        self.split = split
+        self.dev_fraction = dev_fraction
+
+    def _include(self, instance: Instance) -> bool:
+        if self.split == "all":
+            return True
+        return in_fraction(instance["text"], 0.0, self.dev_fraction) == (self.split == "dev")
+
+    def _read(self, path: str) -> Iterator[Instance]:
+        names = self._class_names(path)
+        for number, line in read_lines(path):
+            if not line.strip():
+                continue
+            fields = line.split("\t")
+            if len(fields) != 2:
+                raise DataError(path, number, f"expected 2 TAB-separated columns (headline, class id), found {len(fields)}: {shorten(line)}")
+            text, class_id = fields
+            label = class_id
+            if names is not None:
+                if not (class_id.isascii() and class_id.isdigit()) or int(class_id) >= len(names):
+                    raise DataError(path, number, f"class id {class_id!r} is not one of 0..{len(names) - 1} (class.txt)")
+                label = names[int(class_id)]
+            yield self._classified(path, number, text, label)
+
+    @staticmethod
+    def _class_names(path: str) -> Optional[list[str]]:
+        classes = Path(path).parent / "class.txt"
+        if not classes.is_file():
+            return None
+        return [name.strip() for name in read_text(str(classes)).splitlines() if name.strip()]

@@ -1,0 +1,256 @@
+"""NER readers: char-per-line BMES (Resume, MSRA), Weibo's BIO with NAM/NOM, SIGHAN chunks (MSRA).
+
+Every Instance has ``chars: list[str]`` and ``tags: list[str]`` of equal length. A tag sequence
+that breaks its scheme (``I-``/``M-`` without an opening tag, a type change inside an entity,
+an entity left open) is read as is, like seqeval's strict mode would later score it, and warned
+about once per sentence: ``warnings.warn("path:line: ...")``. An unknown tag or a wrong column
+count is a DataError.
+"""
+from __future__ import annotations
+
+import re
+import warnings
+from typing import Iterator, Literal, Optional
+
+from multigrain.components.readers.base import LatticeReader
+from multigrain.components.readers.text import in_fraction, read_lines, shorten
+from multigrain.platform.data import Instance
+from multigrain.platform.errors import DataError
+from multigrain.platform.kinds import Reader
+
+_BMES_TAG = re.compile(r"O|[BMES]-\S+")
+_WEIBO_TAG = re.compile(r"O|[BI]-[^.\s]+\.(?:NAM|NOM)")
+_WEIBO_TOKEN = re.compile(r"(.+?)([0-9]+)", re.S)  # char, then its position in its jieba word
+
+
+def bmes_violation(tags: list[str]) -> Optional[int]:
+    """Index of the first tag breaking the BMES scheme, or None.
+
+    ``M-X``/``E-X`` must follow ``B-X``/``M-X``; after ``B-X``/``M-X`` only ``M-X``/``E-X`` may
+    come; the last tag must not leave an entity open (the last index is returned then).
+    """
+    open_type = None
+    for i, tag in enumerate(tags):
+        prefix, kind = tag[0], tag[2:]
+        if open_type is None:
+            if prefix in "ME":
+                return i
+        elif prefix not in "ME" or kind != open_type:
+            return i
+        open_type = kind if prefix in "BM" else None
+    return len(tags) - 1 if open_type is not None else None
+
+
+def bio_violation(tags: list[str]) -> Optional[int]:
+    """Index of the first ``I-X`` not preceded by ``B-X`` or ``I-X``, or None."""
+    previous = None
+    for i, tag in enumerate(tags):
+        kind = None if tag == "O" else tag[2:]
+        if tag[0] == "I" and kind != previous:
+            return i
+        previous = kind
+    return None
+
+
+class CharTagReader(LatticeReader):
+    """One ``char SEPARATOR tag`` per line, a blank line between sentences."""
+
+    separator = " "
+    separator_name = "SPACE"
+    scheme = "BMES"
+
+    def _read(self, path: str) -> Iterator[Instance]:
+        return self._char_sentences(path, read_lines(path))
+
+    def _char_sentences(self, path: str, lines: Iterator[tuple[int, str]]) -> Iterator[Instance]:
+        block: list[tuple[int, str]] = []
+        for number, line in lines:
+            if line.strip():
+                block.append((number, line))
+            elif block:
+                yield self._sentence(path, block)
+                block = []
+        if block:  # the last sentence may lack its terminating blank line
+            yield self._sentence(path, block)
+
+    def _sentence(self, path: str, block: list[tuple[int, str]]) -> Instance:
+        chars, tags = [], []
+        for number, line in block:
+            columns = line.split(self.separator)
+            if len(columns) != 2 or not columns[0] or not columns[1]:
+                raise DataError(
+                    path, number,
+                    f"expected 2 columns (character {self.separator_name} tag), "
+                    f"found {len(columns)}: {shorten(line)}",
+                )
+            chars.append(self._char(path, number, columns[0]))
+            tags.append(self._tag(path, number, columns[1]))
+        violation = (bmes_violation if self.scheme == "BMES" else bio_violation)(tags)
+        if violation is not None:
+            self._warn_scheme(path, block[violation][0], tags, violation)
+        return Instance(self._fields(chars, tags), source=(path, block[0][0]))
+
+    def _warn_scheme(self, path: str, number: int, tags: list[str], at: int) -> None:
+        tag = tags[at]
+        if tag[0] in "BM" and at == len(tags) - 1:
+            problem = f"the sentence ends inside an entity (last tag {tag!r})"
+        else:
+            previous = repr(tags[at - 1]) if at else "the sentence start"
+            problem = f"tag {tag!r} after {previous}"
+        warnings.warn(f"{path}:{number}: {problem} breaks the {self.scheme} scheme; read as is")
+
+    def _char(self, path: str, number: int, token: str) -> str:
+        return token
+
+    def _tag(self, path: str, number: int, tag: str) -> str:
+        if not _BMES_TAG.fullmatch(tag):
+            raise DataError(path, number, f"unknown tag {tag!r}: expected O or B-/M-/E-/S-TYPE")
+        return tag
+
+    def _fields(self, chars: list[str], tags: list[str]) -> dict:
+        return {"chars": chars, "tags": tags}
+
+
+@Reader.register("resume_ner")
+class ResumeNerReader(CharTagReader):
+    """Resume NER (Zhang & Yang 2018): ``char SPACE BMES-tag`` per line.
+
+    Shipped: train 3,821 / dev 463 / test 477 sentences (124,099 / 13,890 / 15,100 chars).
+    Fields: ``chars``, ``tags`` (``B-NAME`` ... ``O``).
+    """
+
+
+@Reader.register("weibo_ner")
+class WeiboNerReader(CharTagReader):
+    """Weibo NER (2nd version): ``char+position-digit TAB BIO-tag.NAM|NOM`` per line.
+
+    The position digit(s) of the jieba word are stripped from the character (``科0`` -> ``科``,
+    ``310`` -> ``3``). ``entity_kind``: ``"all"`` keeps ``B-PER.NAM``/``B-PER.NOM``;
+    ``"NAM"`` keeps named mentions as ``B-PER`` and maps nominal tags to ``O``; ``"NOM"`` the
+    converse. Shipped: train 1,350 / dev 270 / test 270 messages (73,778 / 14,509 / 14,842
+    chars). A few tokens are two U+FFFD characters (emoji mangled upstream); they stay one
+    token so that the token count equals the tag count.
+    """
+
+    separator = "\t"
+    separator_name = "TAB"
+    scheme = "BIO"
+
+    def __init__(self, entity_kind: Literal["all", "NAM", "NOM"] = "all", **kwargs):
+        super().__init__(**kwargs)
+        if entity_kind not in ("all", "NAM", "NOM"):
+            raise ValueError(f"entity_kind must be 'all', 'NAM' or 'NOM', got {entity_kind!r}")
+        self.entity_kind = entity_kind
+
+    def _char(self, path: str, number: int, token: str) -> str:
+        match = _WEIBO_TOKEN.fullmatch(token)
+        if match is None:
+            raise DataError(
+                path, number, f"expected a character followed by its position digit(s), found {token!r}"
+            )
+        return match.group(1)
+
+    def _tag(self, path: str, number: int, tag: str) -> str:
+        if not _WEIBO_TAG.fullmatch(tag):
+            raise DataError(path, number, f"unknown tag {tag!r}: expected O or B-/I-TYPE.NAM or .NOM")
+        return tag
+
+    def _fields(self, chars: list[str], tags: list[str]) -> dict:
+        if self.entity_kind != "all":
+            suffix = "." + self.entity_kind
+            tags = [tag[:-4] if tag.endswith(suffix) else "O" for tag in tags]
+        return {"chars": chars, "tags": tags}
+
+
+_SIGHAN_TYPES = {"nr": "NR", "ns": "NS", "nt": "NT"}
+
+
+@Reader.register("msra_ner")
+class MsraNerReader(CharTagReader):
+    """MSRA NER (SIGHAN 2006), from either shipped format; ``format="auto"`` looks at the first
+    non-blank line.
+
+    - ``sighan`` (``train1.txt``, ``testright1.txt``): one sentence per line of space-separated
+      ``text/tag`` chunks, tag ``o`` | ``nr`` | ``ns`` | ``nt``; a typed chunk becomes
+      BMES tags of type NR/NS/NT over its characters, an ``o`` chunk ``O`` per character.
+    - ``char`` (``test.char.bmes``): ``char SPACE BMES-tag`` per line, blank line between sentences.
+
+    Both test files give the same 4,365 sentences (172,601 chars); train has 46,364
+    (2,169,879 chars). There is no official dev set: ``split="train"``/``"dev"`` cut one out of
+    whatever file is read, deterministically, putting a sentence in dev when
+    ``zlib.crc32(sentence.encode()) % 1000 < dev_fraction * 1000`` (identical sentences land
+    together). With the default ``dev_fraction=0.1`` on ``train1.txt``: train 41,641 / dev 4,723
+    sentences (on ``testright1.txt``: 3,901 / 464).
+    """
+
+    def __init__(
+        self,
+        split: Literal["all", "train", "dev"] = "all",
+        dev_fraction: float = 0.1,
+        format: Literal["auto", "sighan", "char"] = "auto",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if split not in ("all", "train", "dev"):
+            raise ValueError(f"split must be 'all', 'train' or 'dev', got {split!r}")
+        if not 0.0 <= dev_fraction <= 1.0:
+            raise ValueError(f"dev_fraction must be in [0, 1], got {dev_fraction}")
+        self.split = split
+        self.dev_fraction = dev_fraction
+        self.format = format
+
+    def _include(self, instance: Instance) -> bool:
+        if self.split == "all":
+            return True
+        in_dev = in_fraction("".join(instance["chars"]), 0.0, self.dev_fraction)
+        return in_dev == (self.split == "dev")
+
+    def _read(self, path: str) -> Iterator[Instance]:
+        lines = read_lines(path)
+        first = []
+        for number, line in lines:
+            first.append((number, line))
+            if line.strip():
+                break
+        fmt = self.format
+        if fmt == "auto":
+            columns = first[-1][1].split(" ") if first else []
+            fmt = "char" if len(columns) == 2 and "/" not in columns[1] else "sighan"
+        rest = _chain(first, lines)
+        if fmt == "char":
+            yield from self._char_sentences(path, rest)
+        else:
+            yield from self._sighan_sentences(path, rest)
+
+    def _sighan_sentences(self, path: str, lines) -> Iterator[Instance]:
+        for number, line in lines:
+            if not line.strip():
+                continue
+            chars: list[str] = []
+            tags: list[str] = []
+            for chunk in line.split(" "):
+                text, slash, tag = chunk.rpartition("/")
+                if not text:
+                    if not chunk:  # the line's trailing space
+                        continue
+                    raise DataError(path, number, f"expected space-separated text/tag chunks, found {chunk!r}")
+                n = len(text)
+                chars.extend(text)
+                if tag == "o":
+                    tags += ["O"] * n
+                elif tag in _SIGHAN_TYPES:
+                    kind = _SIGHAN_TYPES[tag]
+                    if n == 1:
+                        tags.append("S-" + kind)
+                    else:
+                        tags.append("B-" + kind)
+                        tags.extend(["M-" + kind] * (n - 2))
+                        tags.append("E-" + kind)
+                else:
+                    raise DataError(path, number, f"unknown tag {tag!r} in chunk {chunk!r}: expected o, nr, ns or nt")
+            yield Instance({"chars": chars, "tags": tags}, source=(path, number))
+
+
+def _chain(first, rest):
+    yield from first
+    yield from rest

@@ -1,0 +1,40 @@
+"""The errors a user sees: each names the file and line, or the spec path, that is wrong."""
+from __future__ import annotations
+
+import difflib
+
+
+class MultigrainError(Exception):
+    """Base of every user-facing error; the CLI prints it without a traceback and exits 2."""
+
+
+class ConfigurationError(MultigrainError):
+    pass
+
+
+class SpecError(ConfigurationError):
+    """Every problem found in a spec, reported at once."""
+
+    def __init__(self, problems: list[str], source: str | None = None):
+        self.problems = list(problems)
+        self.source = source
+        head = f"{source}: " if source else ""
+        n = len(self.problems)
+        lines = [f"{head}{n} error{'s' if n != 1 else ''} in spec:"] + [f"  {p}" for p in self.problems]
+        super().__init__("\n".join(lines))
+
+
+class DataError(MultigrainError):
+    """Malformed data: names the file and (1-based) line."""
+
+    def __init__(self, path, line: int | None, message: str):
+        self.path = str(path)
+        self.line = line
+        self.detail = message
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{where}: {message}")
+
+
+def did_you_mean(word: str, choices) -> str:
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -1,0 +1,160 @@
+"""One training run from a resolved spec: read data, build vocabulary and model, train,
+evaluate, write the run directory. Used by the CLI and by Ray workers alike."""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Callable, Optional
+
+from multigrain.platform.batching import BatchIterator, DataLoaderConfig
+from multigrain.platform.config import Lazy, build, spec_hash, validate
+from multigrain.platform.errors import ConfigurationError, SpecError
+from multigrain.platform.kinds import Model, Reader
+from multigrain.platform.training import TrainerConfig
+from multigrain.platform.vocab import VocabularyConfig, is_label_namespace
+
+
+class Experiment:
+    """The top level of a training spec."""
+
+    def __init__(self, dataset_reader: Reader, train_data_path: str, model: Lazy[Model], trainer: TrainerConfig,
+                 validation_data_path: Optional[str] = None, test_data_path: Optional[str] = None,
+                 validation_dataset_reader: Optional[Reader] = None,
+                 vocabulary: Optional[VocabularyConfig] = None, data_loader: Optional[DataLoaderConfig] = None,
+                 task: Optional[str] = None, dataset: Optional[str] = None, seed: int = 13,
+                 evaluate_on_test: bool = True, description: str = ""):
+        self.dataset_reader = dataset_reader
+        self.validation_dataset_reader = validation_dataset_reader or dataset_reader
+        self.train_data_path = train_data_path
+        self.validation_data_path = validation_data_path
+        self.test_data_path = test_data_path
+        self.model = model
+        self.trainer = trainer
+        self.vocabulary = vocabulary or VocabularyConfig()
+        self.data_loader = data_loader or DataLoaderConfig()
+        self.task = task
+        self.dataset = dataset
+        self.seed = seed
+        self.evaluate_on_test = evaluate_on_test
+        self.description = description
+
+
+def validate_spec(spec: dict, source: Optional[str] = None) -> None:
+    """Raise one SpecError listing every problem (paths too) before anything is built."""
+    problems = validate(spec, Experiment)
+    for key in ("train_data_path", "validation_data_path", "test_data_path"):
+        value = spec.get(key)
+        if isinstance(value, str) and not Path(value).exists():
+            problems.append(f"{key}: file not found: {value} (paths are relative to {Path.cwd()})")
+    if problems:
+        raise SpecError(problems, source)
+
+
+def identity(spec: dict) -> dict:
+    """Task, dataset, model and encoder names of a spec, for tracking."""
+    model = spec.get("model", {}) or {}
+    encoder = model.get("encoder", {}) or {}
+    return {
+        "task": spec.get("task") or "",
+        "dataset": spec.get("dataset") or Path(str(spec.get("train_data_path", "data"))).parent.name,
+        "model": model.get("type", ""),
+        "encoder": encoder.get("type", "") if isinstance(encoder, dict) else str(encoder),
+    }
+
+
+def read_all(reader: Reader, path: Optional[str]) -> list:
+    return list(reader.read(path)) if path else []
+
+
+def build_vocabulary(exp: Experiment, model_cls: type, train: list, others: list[list]):
+    """Tokens from the training data; labels from every split (an unseen test label is not a crash)."""
+    def count_labels_only(inst, counters):
+        scratch: dict[str, Counter] = {}
+        model_cls.count_vocab_items(inst, scratch)
+        for ns, c in scratch.items():
+            if is_label_namespace(ns):
+                counters.setdefault(ns, Counter()).update(c)
+
+    counters: dict[str, Counter] = {}
+    for inst in train:
+        model_cls.count_vocab_items(inst, counters)
+    for split in others:
+        for inst in split:
+            count_labels_only(inst, counters)
+    from multigrain.platform.vocab import Vocabulary
+
+    return Vocabulary.from_counters(counters, exp.vocabulary.min_count, exp.vocabulary.max_size)
+
+
+def batches_for(model: Model, instances: list, cfg: DataLoaderConfig, seed: int, train: bool) -> BatchIterator:
+    return BatchIterator(instances, model.tensorize, model.instance_length,
+                         batch_size=cfg.batch_size if train else cfg.eval_batch_size,
+                         shuffle=train and cfg.shuffle, seed=seed, noise=cfg.bucket_noise,
+                         max_tokens=cfg.max_tokens if train else None)
+
+
+def model_class(spec: dict) -> type:
+    return Model.by_name(spec["model"]["type"])
+
+
+def train_experiment(spec: dict, run_dir: str | Path, resume: bool = False, stop_after_epoch: Optional[int] = None,
+                     on_epoch: Optional[Callable[[int, dict], None]] = None, source: Optional[str] = None) -> dict:
+    """Train and evaluate; returns the run summary also written to ``metrics.json``."""
+    from multigrain.platform import archive
+    from multigrain.platform.training import Trainer, evaluate, seed_everything, write_json
+
+    run_dir = Path(run_dir)
+    validate_spec(spec, source)
+    digest = spec_hash(spec)
+    if resume:
+        saved = archive.read_spec(run_dir)
+        if spec_hash(saved) != digest:
+            raise ConfigurationError(f"{run_dir}: --resume with a different spec (hash {spec_hash(saved)[:12]} in "
+                                     f"the run, {digest[:12]} given); resume with the run's own spec")
+        if not (run_dir / "last.pt").exists():
+            raise ConfigurationError(f"{run_dir}: nothing to resume (no last.pt)")
+    elif run_dir.exists() and any(run_dir.iterdir()):
+        raise ConfigurationError(f"{run_dir}: the run directory exists and is not empty; "
+                                 f"pass --resume to continue it or choose another -s")
+
+    exp: Experiment = build(Experiment, spec)
+    seed_everything(exp.seed)
+    started = time.time()
+    train = read_all(exp.dataset_reader, exp.train_data_path)
+    dev = read_all(exp.validation_dataset_reader, exp.validation_data_path)
+    test = read_all(exp.validation_dataset_reader, exp.test_data_path) if exp.evaluate_on_test else []
+    if not train:
+        raise ConfigurationError(f"train_data_path: {exp.train_data_path} has no examples")
+    vocab = build_vocabulary(exp, model_class(spec), train, [dev, test])
+    if resume:
+        vocab = archive.read_vocabulary(run_dir)
+    model = exp.model.construct(vocab=vocab)
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if not resume:
+        archive.write_run_files(run_dir, spec, vocab)
+    trainer = Trainer(exp.trainer, model, batches_for(model, train, exp.data_loader, exp.seed, True),
+                      batches_for(model, dev, exp.data_loader, exp.seed, False) if dev else None,
+                      run_dir, on_epoch=on_epoch)
+    if resume:
+        trainer.restore(run_dir / "last.pt")
+    summary = trainer.train(stop_after_epoch=stop_after_epoch)
+    finished = trainer.epoch >= exp.trainer.num_epochs or (
+        exp.trainer.patience is not None and trainer.bad_epochs >= exp.trainer.patience)
+
+    result = {"spec_hash": digest, "run_dir": str(run_dir), **identity(spec),
+              "leaderboard_metric": model.leaderboard_metric, "finished": finished, **summary}
+    if finished:
+        archive.load_weights(model, run_dir / "best.pt", trainer.device)
+        if dev:
+            result["validation"] = evaluate(model, trainer.validation, trainer.device, "dev (best)")
+        if test:
+            result["test"] = evaluate(model, batches_for(model, test, exp.data_loader, exp.seed, False),
+                                      trainer.device, "test (best)")
+        report = getattr(model, "report", None)
+        if callable(report) and test:
+            result["test_report"] = report()
+    result["seconds"] = time.time() - started
+    write_json(run_dir / "metrics.json", result)
+    return result

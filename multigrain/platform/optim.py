@@ -1,0 +1,87 @@
+"""Registered optimizers and per-batch learning-rate schedules."""
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+import torch
+
+from multigrain.platform.kinds import Optimizer, Scheduler
+
+
+@Optimizer.register("sgd")
+class SgdOptimizer(Optimizer, torch.optim.SGD):
+    def __init__(self, model_parameters: list, lr: float = 0.01, momentum: float = 0.0,
+                 weight_decay: float = 0.0, nesterov: bool = False):
+        super().__init__(model_parameters, lr=lr, momentum=momentum, weight_decay=weight_decay, nesterov=nesterov)
+
+
+@Optimizer.register("adam")
+class AdamOptimizer(Optimizer, torch.optim.Adam):
+    def __init__(self, model_parameters: list, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0.0):
+        super().__init__(model_parameters, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+
+
+@Optimizer.register("adamw")
+class AdamWOptimizer(Optimizer, torch.optim.AdamW):
+    def __init__(self, model_parameters: list, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0.01):
+        super().__init__(model_parameters, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+
+
+class _FactorSchedule(Scheduler, torch.optim.lr_scheduler.LRScheduler):
+    """lr = base_lr * factor(step); stepped once per batch."""
+
+    def factor(self, step: int) -> float:
+        raise NotImplementedError
+
+    def get_lr(self):
+        f = self.factor(self.last_epoch)
+        return [base * f for base in self.base_lrs]
+
+
+@Scheduler.register("linear_warmup")
+class LinearWarmupDecay(_FactorSchedule):
+    """Linear warm-up over ``warmup_steps`` (or ``warmup_fraction`` of training), then linear
+    decay to ``final_ratio`` of the base rate at the last step."""
+
+    def __init__(self, optimizer: Any, num_training_steps: int, warmup_steps: Optional[int] = None,
+                 warmup_fraction: float = 0.1, final_ratio: float = 0.0):
+        self.total = max(1, num_training_steps)
+        self.warmup = warmup_steps if warmup_steps is not None else int(warmup_fraction * self.total)
+        self.final_ratio = final_ratio
+        super().__init__(optimizer)
+
+    def factor(self, step: int) -> float:
+        if step < self.warmup:
+            return (step + 1) / (self.warmup + 1)
+        left = max(0.0, (self.total - step) / max(1, self.total - self.warmup))
+        return self.final_ratio + (1 - self.final_ratio) * left
+
+
+@Scheduler.register("step")
+class StepDecay(_FactorSchedule):
+    """Multiply the rate by ``gamma`` every ``step_size`` batches (or every epoch when
+    ``step_size`` is omitted and ``steps_per_epoch`` is known)."""
+
+    def __init__(self, optimizer: Any, num_training_steps: int, step_size: int = 1000, gamma: float = 0.5):
+        self.step_size = max(1, step_size)
+        self.gamma = gamma
+        super().__init__(optimizer)
+
+    def factor(self, step: int) -> float:
+        return self.gamma ** (step // self.step_size)
+
+
+@Scheduler.register("inverse_time")
+class InverseTimeDecay(_FactorSchedule):
+    """lr_t = lr / (1 + decay * epoch), the schedule of Lattice LSTM and PLTE (per epoch)."""
+
+    def __init__(self, optimizer: Any, num_training_steps: int, steps_per_epoch: int = 1, decay: float = 0.05):
+        self.steps_per_epoch = max(1, steps_per_epoch)
+        self.decay = decay
+        super().__init__(optimizer)
+
+    def factor(self, step: int) -> float:
+        return 1.0 / (1.0 + self.decay * math.floor(step / self.steps_per_epoch))

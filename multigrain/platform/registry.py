@@ -1,0 +1,172 @@
+"""Named registries of components, one per kind, with lazily loaded plugins.
+
+A *kind* is a base class declared with ``kind="..."``::
+
+    class Encoder(Registrable, kind="encoder"): ...
+
+    @Encoder.register("bilstm")
+    class BiLstmEncoder(Encoder): ...
+
+``Encoder.by_name("bilstm")`` returns the class. A name that is not found triggers, once,
+the import of the built-in components and then of every ``multigrain.plugins`` entry point,
+so nothing heavy is imported until a lookup needs it.
+"""
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import dataclass
+from typing import Callable, ClassVar, TypeVar
+
+from multigrain.platform.errors import ConfigurationError
+
+T = TypeVar("T", bound=type)
+
+PLUGIN_GROUP = "multigrain.plugins"
+BUILTIN_MODULES = ("multigrain.platform.optim",)
+BUILTIN_PACKAGE = "multigrain.components"
+
+#: kind name -> base class
+KINDS: dict[str, type["Registrable"]] = {}
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    cls: type
+    where: str  # "module:Qualname (file:line)"
+
+
+def _where(cls: type) -> str:
+    try:
+        line = inspect.getsourcelines(cls)[1]
+        path = inspect.getsourcefile(cls)
+        return f"{cls.__module__}.{cls.__qualname__} ({path}:{line})"
+    except (OSError, TypeError):
+        return f"{cls.__module__}.{cls.__qualname__}"
+
+
+class Registrable:
+    """Base of every registrable kind. Subclass with ``kind=`` to open a new registry."""
+
+    kind: ClassVar[str | None] = None
+    default_implementation: ClassVar[str | None] = None
+    _entries: ClassVar[dict[str, Entry]]
+
+    def __init_subclass__(cls, kind: str | None = None, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if kind is not None:
+            if kind in KINDS:
+                raise ConfigurationError(f"registry kind {kind!r} declared twice: {KINDS[kind]} and {cls}")
+            cls.kind = kind
+            cls._entries = {}
+            KINDS[kind] = cls
+
+    @classmethod
+    def register(cls, name: str, exist_ok: bool = False) -> Callable[[T], T]:
+        if cls.kind is None:
+            raise ConfigurationError(f"{cls.__name__} is not a registry kind")
+        entries = KINDS[cls.kind]._entries
+
+        def add(subclass: T) -> T:
+            old = entries.get(name)
+            if old is not None and not exist_ok and old.cls is not subclass:
+                raise ConfigurationError(
+                    f"{cls.kind} {name!r} is registered twice: {old.where} and {_where(subclass)}"
+                )
+            entries[name] = Entry(name, subclass, _where(subclass))
+            subclass.registered_name = name
+            return subclass
+
+        return add
+
+    @classmethod
+    def registry(cls) -> dict[str, Entry]:
+        return KINDS[cls.kind]._entries
+
+    @classmethod
+    def by_name(cls, name: str) -> type:
+        entries = cls.registry()
+        if name not in entries:
+            load_all()
+        if name not in entries:
+            raise ConfigurationError(unknown_name_message(cls.kind, name, list(entries)))
+        return entries[name].cls
+
+    @classmethod
+    def names(cls) -> list[str]:
+        load_all()
+        return sorted(cls.registry())
+
+    @classmethod
+    def is_kind(cls) -> bool:
+        return cls.kind is not None and KINDS.get(cls.kind) is cls
+
+
+def unknown_name_message(kind: str, name: str, choices: list[str]) -> str:
+    from multigrain.platform.errors import did_you_mean
+
+    hint = did_you_mean(name, choices)
+    listed = ", ".join(sorted(choices)) or "(none registered)"
+    return f"unknown {kind} type {name!r}{hint}; valid choices: {listed}"
+
+
+_loaded_builtin = False
+_loaded_plugins = False
+
+
+def load_builtin() -> None:
+    global _loaded_builtin
+    if not _loaded_builtin:
+        _loaded_builtin = True
+        for name in BUILTIN_MODULES:
+            importlib.import_module(name)
+        importlib.import_module(BUILTIN_PACKAGE).import_all()
+
+
+def load_plugins() -> list[str]:
+    """Import every module named by a ``multigrain.plugins`` entry point; returns their names."""
+    global _loaded_plugins
+    if _loaded_plugins:
+        return []
+    _loaded_plugins = True
+    from importlib.metadata import entry_points
+
+    loaded = []
+    for ep in entry_points(group=PLUGIN_GROUP):
+        try:
+            ep.load()
+        except Exception as e:  # a broken plugin must not hide the others
+            raise ConfigurationError(f"plugin entry point {ep.name!r} ({ep.value}) failed to load: {e}") from e
+        loaded.append(ep.value)
+    return loaded
+
+
+def reset_plugins() -> None:
+    """Allow entry points to be scanned again (after installing a plugin at run time)."""
+    global _loaded_plugins
+    _loaded_plugins = False
+
+
+def load_all() -> None:
+    load_builtin()
+    load_plugins()
+
+
+def import_package(name: str) -> None:
+    """``--include-package``: import a local module or package (and its submodules)."""
+    import pkgutil
+
+    try:
+        module = importlib.import_module(name)
+    except ImportError as e:
+        raise ConfigurationError(f"--include-package {name}: cannot import it: {e}") from e
+    for info in pkgutil.walk_packages(getattr(module, "__path__", []), prefix=name + "."):
+        importlib.import_module(info.name)
+
+
+def kind_of(kind: str) -> type[Registrable]:
+    load_builtin()
+    if kind not in KINDS:
+        raise ConfigurationError(unknown_name_message("registry kind", kind, list(KINDS)))
+    return KINDS[kind]

@@ -1,0 +1,219 @@
+"""MLflow tracking and leaderboards.
+
+Default store: ``sqlite:///mlruns.db`` in the working directory (MLflow 3's file store is
+deprecated), overridden by ``--tracking-uri`` or ``MLFLOW_TRACKING_URI``. One experiment per
+task/dataset (``ner/resume``); one run per training, tagged ``task``, ``dataset``, ``model``,
+``encoder``, ``spec_hash``, ``git_commit`` and ``leaderboard=true``.
+
+Only one process writes a given store: the CLI logs live from the training process; Ray
+workers hand their result to the driver, which ``replay``s it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+DEFAULT_DB = "mlruns.db"
+
+
+def tracking_uri(explicit: Optional[str] = None) -> str:
+    if explicit:
+        return explicit
+    env = os.environ.get("MLFLOW_TRACKING_URI")
+    if env:
+        return env
+    return f"sqlite:///{Path.cwd() / DEFAULT_DB}"
+
+
+def git_commit(cwd: Optional[str] = None) -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5)
+        commit = out.stdout.strip()
+        if out.returncode != 0 or not commit:
+            return "unknown"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+        return commit + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def flatten(spec: Any, prefix: str = "") -> dict[str, str]:
+    """``{"model": {"encoder": {"type": "x"}}}`` -> ``{"model.encoder.type": "x"}``."""
+    out: dict[str, str] = {}
+    if isinstance(spec, dict) and spec:
+        for k, v in spec.items():
+            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+    elif isinstance(spec, list) and spec and any(isinstance(v, (dict, list)) for v in spec):
+        for i, v in enumerate(spec):
+            out.update(flatten(v, f"{prefix}.{i}"))
+    else:
+        text = spec if isinstance(spec, str) else json.dumps(spec, ensure_ascii=False)
+        out[prefix] = text[:6000]
+    return out
+
+
+def experiment_name(ident: dict) -> str:
+    return f"{ident['task']}/{ident['dataset']}"
+
+
+def _client(uri: str):
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    mlflow.set_tracking_uri(uri)
+    return MlflowClient(tracking_uri=uri)
+
+
+def _experiment_id(client, name: str) -> str:
+    exp = client.get_experiment_by_name(name)
+    if exp is not None:
+        return exp.experiment_id
+    try:
+        return client.create_experiment(name)
+    except Exception:  # created concurrently
+        return client.get_experiment_by_name(name).experiment_id
+
+
+class RunLogger:
+    """Logs one training run: ``start`` -> ``log_epoch``* -> ``finish`` (or ``fail``)."""
+
+    def __init__(self, uri: Optional[str] = None):
+        self.uri = tracking_uri(uri)
+        self.client = None
+        self.run_id: Optional[str] = None
+
+    def start(self, spec: dict, ident: dict, digest: str, run_dir: str, leaderboard: bool = True) -> str:
+        from mlflow.entities import Param
+
+        self.client = _client(self.uri)
+        exp_id = _experiment_id(self.client, experiment_name(ident))
+        tags = {"task": ident["task"], "dataset": ident["dataset"], "model": ident["model"],
+                "encoder": ident["encoder"], "spec_hash": digest, "git_commit": git_commit(),
+                "leaderboard": "true" if leaderboard else "false", "run_dir": str(run_dir),
+                "mlflow.runName": f"{ident['model']}-{ident['encoder']}-{digest[:8]}"}
+        run = self.client.create_run(exp_id, tags=tags)
+        self.run_id = run.info.run_id
+        params = [Param(k[:250], v) for k, v in sorted(flatten(spec).items())]
+        for i in range(0, len(params), 100):
+            self.client.log_batch(self.run_id, params=params[i:i + 100], synchronous=True)
+        return self.run_id
+
+    def log_epoch(self, epoch: int, record: dict) -> None:
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        metrics = [Metric(k, float(v), now, epoch) for k, v in record.items()
+                   if k != "epoch" and isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if metrics:
+            self.client.log_batch(self.run_id, metrics=metrics)
+
+    def finish(self, result: dict, run_dir: str) -> None:
+        from mlflow.entities import Metric, RunTag
+
+        now = int(time.time() * 1000)
+        metrics = []
+        for split in ("validation", "test"):
+            for k, v in (result.get(split) or {}).items():
+                metrics.append(Metric(f"{split}_{k}", float(v), now, 0))
+        for k in ("training_seconds", "seconds", "epochs_completed", "best_epoch"):
+            if isinstance(result.get(k), (int, float)):
+                metrics.append(Metric(k, float(result[k]), now, 0))
+        if metrics:
+            self.client.log_batch(self.run_id, metrics=metrics)
+        key = result.get("leaderboard_metric")
+        if key:
+            self.client.log_batch(self.run_id, tags=[RunTag("leaderboard_metric", f"test_{key}")])
+        run_dir = Path(run_dir)
+        for name in ("config.json", "metrics.json"):
+            if (run_dir / name).exists():
+                self.client.log_artifact(self.run_id, str(run_dir / name))
+        if result.get("test_report"):
+            with tempfile.TemporaryDirectory() as tmp:
+                path = Path(tmp) / "test_report.json"
+                path.write_text(json.dumps(result["test_report"], indent=2, ensure_ascii=False))
+                self.client.log_artifact(self.run_id, str(path))
+        self.client.set_terminated(self.run_id, "FINISHED")
+
+    def fail(self) -> None:
+        if self.client and self.run_id:
+            self.client.set_terminated(self.run_id, "FAILED")
+
+
+def replay(result: dict, spec: dict, uri: Optional[str] = None) -> str:
+    """Log a finished run from its result (what a Ray worker returned to the driver)."""
+    logger = RunLogger(uri)
+    ident = {k: result[k] for k in ("task", "dataset", "model", "encoder")}
+    run_id = logger.start(spec, ident, result["spec_hash"], result["run_dir"])
+    for record in result.get("history", []):
+        logger.log_epoch(record["epoch"], record)
+    logger.finish(result, result["run_dir"])
+    return run_id
+
+
+# ---------------------------------------------------------------------------- leaderboards
+def leaderboard(task: str, uri: Optional[str] = None, metric: Optional[str] = None) -> list[dict]:
+    """Best finished run per spec hash, ranked. ``task`` is an experiment (``ner/resume``) or a
+    task prefix (``ner``: every ``ner/*`` experiment)."""
+    client = _client(tracking_uri(uri))
+    from mlflow.entities import ViewType
+
+    exps = [e for e in client.search_experiments(view_type=ViewType.ACTIVE_ONLY)
+            if e.name == task or e.name.startswith(task.rstrip("/") + "/")]
+    if not exps:
+        return []
+    runs = []
+    token = None
+    while True:
+        page = client.search_runs([e.experiment_id for e in exps],
+                                  filter_string="tags.leaderboard = 'true' and attributes.status = 'FINISHED'",
+                                  max_results=1000, page_token=token)
+        runs.extend(page)
+        token = page.token
+        if not token:
+            break
+    names = {e.experiment_id: e.name for e in exps}
+    best: dict[tuple, dict] = {}
+    for run in runs:
+        tags, metrics = run.data.tags, run.data.metrics
+        key = metric or tags.get("leaderboard_metric", "test_f1")
+        if key not in metrics:
+            continue
+        row = {"experiment": names[run.info.experiment_id], "model": tags.get("model", ""),
+               "encoder": tags.get("encoder", ""), "metric": key, "value": metrics[key],
+               "spec_hash": tags.get("spec_hash", ""), "run_id": run.info.run_id,
+               "date": time.strftime("%Y-%m-%d %H:%M", time.localtime(run.info.start_time / 1000)),
+               "git_commit": tags.get("git_commit", "")}
+        ident = (row["experiment"], row["spec_hash"])
+        if ident not in best or row["value"] > best[ident]["value"]:
+            best[ident] = row
+    rows = sorted(best.values(), key=lambda r: (r["experiment"], -r["value"]))
+    rank, last_exp = 0, None
+    for row in rows:
+        rank = rank + 1 if row["experiment"] == last_exp else 1
+        last_exp = row["experiment"]
+        row["rank"] = rank
+    return rows
+
+
+def print_leaderboard(task: str, rows: list[dict], console=None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    if not rows:
+        console.print(f"leaderboard {task}: no finished runs tagged leaderboard=true")
+        return
+    table = Table(title=f"leaderboard: {task}")
+    for col in ("rank", "experiment", "model", "encoder", "metric", "value", "spec hash", "date"):
+        table.add_column(col, justify="right" if col in ("rank", "value") else "left")
+    for r in rows:
+        table.add_row(str(r["rank"]), r["experiment"], r["model"], r["encoder"], r["metric"],
+                      f"{100 * r['value']:.2f}" if r["value"] <= 1.0 else f"{r['value']:.2f}",
+                      r["spec_hash"][:12], r["date"])
+    console.print(table)

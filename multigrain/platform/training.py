@@ -1,0 +1,219 @@
+"""The training loop: schedules, clipping, validation with patience, checkpoints, resume.
+
+``last.pt`` holds everything needed to continue bit-identically: model, optimizer and
+scheduler state, the epoch, the early-stopping state, and the torch / Python / NumPy RNG
+states. Batch order depends only on (seed, epoch), so no sampler state is needed beyond that.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+import torch
+
+from multigrain.platform.batching import BatchIterator
+from multigrain.platform.config import Lazy
+from multigrain.platform.kinds import Model, Optimizer, Scheduler
+from multigrain.platform.progress import progress
+
+
+class TrainerConfig:
+    """The ``trainer`` section of a spec."""
+
+    def __init__(self, optimizer: Lazy[Optimizer], num_epochs: int = 10, scheduler: Optional[Lazy[Scheduler]] = None,
+                 grad_clipping: Optional[float] = None, patience: Optional[int] = None,
+                 validation_metric: str = "+f1", cuda_device: Optional[int] = None):
+        if not validation_metric or validation_metric[0] not in "+-":
+            raise ValueError(f"validation_metric must start with + or -, got {validation_metric!r}")
+        self.optimizer = optimizer
+        self.num_epochs = num_epochs
+        self.scheduler = scheduler
+        self.grad_clipping = grad_clipping
+        self.patience = patience
+        self.validation_metric = validation_metric
+        self.cuda_device = cuda_device
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % (2**32))
+    torch.manual_seed(seed)
+
+
+def rng_state() -> dict:
+    state = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": np.random.get_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict) -> None:
+    torch.set_rng_state(state["torch"])
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def pick_device(cuda_device: Optional[int]) -> torch.device:
+    if cuda_device is not None and cuda_device < 0:
+        return torch.device("cpu")
+    if torch.cuda.is_available():
+        return torch.device(f"cuda:{cuda_device or 0}")
+    return torch.device("cpu")
+
+
+def move_to(batch, device):
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, non_blocking=True)
+    if isinstance(batch, dict):
+        return {k: move_to(v, device) for k, v in batch.items()}
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(move_to(v, device) for v in batch)
+    if hasattr(batch, "to") and callable(batch.to):
+        return batch.to(device)
+    return batch
+
+
+def atomic_save(obj, path: Path) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+@torch.no_grad()
+def evaluate(model: Model, batches: BatchIterator, device: torch.device, desc: str = "evaluate") -> dict[str, float]:
+    """Metrics of ``model`` over every batch (mean loss included when the data has labels)."""
+    model.eval()
+    model.get_metrics(reset=True)
+    total_loss, n_batches = 0.0, 0
+    for _, batch in progress(batches.epoch(0), total=batches.num_batches(0), desc=desc):
+        out = model(**move_to(batch, device))
+        if "loss" in out:
+            total_loss += float(out["loss"])
+            n_batches += 1
+    metrics = dict(model.get_metrics(reset=True))
+    if n_batches:
+        metrics["loss"] = total_loss / n_batches
+    return metrics
+
+
+class Trainer:
+    def __init__(self, config: TrainerConfig, model: Model, train: BatchIterator, validation: Optional[BatchIterator],
+                 run_dir: Path, on_epoch: Optional[Callable[[int, dict], None]] = None):
+        self.config = config
+        self.model = model
+        self.train_data = train
+        self.validation = validation
+        self.run_dir = Path(run_dir)
+        self.on_epoch = on_epoch
+        self.device = pick_device(config.cuda_device)
+        self.model.to(self.device)
+        params = [p for p in model.parameters() if p.requires_grad]
+        self.optimizer = config.optimizer.construct(model_parameters=params)
+        steps_per_epoch = train.num_batches(0)
+        self.scheduler = None
+        if config.scheduler is not None:
+            self.scheduler = config.scheduler.construct(optimizer=self.optimizer,
+                                                        num_training_steps=steps_per_epoch * config.num_epochs,
+                                                        steps_per_epoch=steps_per_epoch)
+        self.sign = 1.0 if config.validation_metric[0] == "+" else -1.0
+        self.metric_name = config.validation_metric[1:]
+        self.epoch = 0  # epochs completed
+        self.best: Optional[float] = None
+        self.best_epoch: Optional[int] = None
+        self.bad_epochs = 0
+        self.history: list[dict] = []
+
+    # checkpoints ----------------------------------------------------------
+    def _state(self) -> dict:
+        return {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict() if self.scheduler else None,
+            "epoch": self.epoch, "best": self.best, "best_epoch": self.best_epoch,
+            "bad_epochs": self.bad_epochs, "history": self.history, "rng": rng_state(),
+        }
+
+    def restore(self, path: Path) -> None:
+        state = torch.load(path, map_location=self.device, weights_only=False)
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        if self.scheduler and state["scheduler"]:
+            self.scheduler.load_state_dict(state["scheduler"])
+        self.epoch, self.best, self.best_epoch = state["epoch"], state["best"], state["best_epoch"]
+        self.bad_epochs, self.history = state["bad_epochs"], state["history"]
+        set_rng_state(state["rng"])
+
+    # loop -----------------------------------------------------------------
+    def train(self, stop_after_epoch: Optional[int] = None) -> dict:
+        cfg = self.config
+        start = time.time()
+        while self.epoch < cfg.num_epochs:
+            if cfg.patience is not None and self.bad_epochs >= cfg.patience:
+                break
+            epoch = self.epoch
+            train_metrics = self._train_epoch(epoch)
+            record = {"epoch": epoch + 1, **{f"train_{k}": v for k, v in train_metrics.items()}}
+            if self.validation is not None:
+                val = evaluate(self.model, self.validation, self.device, desc=f"validate {epoch + 1}")
+                record.update({f"validation_{k}": v for k, v in val.items()})
+                score = val.get(self.metric_name)
+                if score is None:
+                    raise KeyError(f"trainer.validation_metric: the model reports no metric {self.metric_name!r}; "
+                                   f"it reports {', '.join(sorted(val))}")
+            else:
+                score = -train_metrics.get("loss", 0.0) * self.sign  # no dev set: best = last
+            improved = self.best is None or self.sign * score > self.sign * self.best
+            self.epoch = epoch + 1
+            if improved:
+                self.best, self.best_epoch, self.bad_epochs = score, self.epoch, 0
+                atomic_save(self.model.state_dict(), self.run_dir / "best.pt")
+            else:
+                self.bad_epochs += 1
+            record["lr"] = self.optimizer.param_groups[0]["lr"]
+            self.history.append(record)
+            atomic_save(self._state(), self.run_dir / "last.pt")
+            if self.on_epoch:
+                self.on_epoch(self.epoch, record)
+            if stop_after_epoch is not None and self.epoch >= stop_after_epoch:
+                break
+        return {"best_epoch": self.best_epoch, f"best_validation_{self.metric_name}": self.best,
+                "epochs_completed": self.epoch, "training_seconds": time.time() - start, "history": self.history}
+
+    def _train_epoch(self, epoch: int) -> dict[str, float]:
+        self.model.train()
+        self.model.get_metrics(reset=True)
+        total, count = 0.0, 0
+        bar = progress(self.train_data.epoch(epoch), total=self.train_data.num_batches(epoch),
+                       desc=f"epoch {epoch + 1}/{self.config.num_epochs}")
+        for _, batch in bar:
+            out = self.model(**move_to(batch, self.device))
+            loss = out["loss"]
+            if not torch.isfinite(loss):
+                raise FloatingPointError(f"epoch {epoch + 1}: the loss became {float(loss)}")
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if self.config.grad_clipping:
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clipping)
+            self.optimizer.step()
+            if self.scheduler:
+                self.scheduler.step()
+            total += float(loss.detach())
+            count += 1
+            if hasattr(bar, "set_postfix"):
+                bar.set_postfix(loss=f"{total / count:.4f}", refresh=False)
+        metrics = dict(self.model.get_metrics(reset=True))
+        metrics["loss"] = total / max(1, count)
+        return metrics
+
+
+def write_json(path: Path, data) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=float), encoding="utf-8")
+    os.replace(tmp, path)

@@ -1,0 +1,116 @@
+"""Vocabularies: one token <-> index table per namespace, saved with the model.
+
+Token namespaces reserve index 0 for padding and 1 for out-of-vocabulary tokens; label
+namespaces (names ending in ``labels`` or ``tags``) have neither.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Iterable, Optional
+
+PAD, OOV = "@@PAD@@", "@@UNK@@"
+
+
+def is_label_namespace(name: str) -> bool:
+    return name.endswith("labels") or name.endswith("tags")
+
+
+class Vocabulary:
+    def __init__(self, tokens: dict[str, list[str]] | None = None):
+        self._itos: dict[str, list[str]] = {}
+        self._stoi: dict[str, dict[str, int]] = {}
+        for ns, toks in (tokens or {}).items():
+            self._set(ns, toks)
+
+    def _set(self, namespace: str, tokens: list[str]) -> None:
+        self._itos[namespace] = list(tokens)
+        self._stoi[namespace] = {t: i for i, t in enumerate(tokens)}
+
+    @classmethod
+    def from_counters(cls, counters: dict[str, Counter], min_count: dict[str, int] | None = None,
+                      max_size: dict[str, int] | None = None,
+                      extra_tokens: dict[str, Iterable[str]] | None = None) -> "Vocabulary":
+        """Deterministic: most frequent first, ties broken by the token itself."""
+        min_count = min_count or {}
+        max_size = max_size or {}
+        vocab = cls()
+        for ns in sorted(set(counters) | set(extra_tokens or {})):
+            counter = counters.get(ns, Counter())
+            if is_label_namespace(ns):
+                toks = sorted(counter, key=lambda t: (t != "O", t))  # "O" first when present
+            else:
+                floor = min_count.get(ns, 1)
+                kept = sorted((t for t, c in counter.items() if c >= floor), key=lambda t: (-counter[t], t))
+                if ns in max_size:
+                    kept = kept[: max_size[ns]]
+                toks = [PAD, OOV] + kept
+            seen = set(toks)
+            for t in (extra_tokens or {}).get(ns, ()):
+                if t not in seen:
+                    toks.append(t)
+                    seen.add(t)
+            vocab._set(ns, toks)
+        return vocab
+
+    # lookups --------------------------------------------------------------
+    def namespaces(self) -> list[str]:
+        return sorted(self._itos)
+
+    def size(self, namespace: str) -> int:
+        return len(self._itos.get(namespace, ()))
+
+    def tokens(self, namespace: str) -> list[str]:
+        return list(self._itos[namespace])
+
+    def index(self, namespace: str, token: str) -> int:
+        table = self._stoi[namespace]
+        if token in table:
+            return table[token]
+        if is_label_namespace(namespace):
+            raise KeyError(f"label {token!r} is not in the {namespace!r} vocabulary "
+                           f"({', '.join(self._itos[namespace][:20])})")
+        return 1  # OOV
+
+    def indices(self, namespace: str, tokens: Iterable[str]) -> list[int]:
+        table = self._stoi[namespace]
+        if is_label_namespace(namespace):
+            return [self.index(namespace, t) for t in tokens]
+        return [table.get(t, 1) for t in tokens]
+
+    def token(self, namespace: str, index: int) -> str:
+        return self._itos[namespace][index]
+
+    def contains(self, namespace: str, token: str) -> bool:
+        return token in self._stoi.get(namespace, {})
+
+    # persistence ----------------------------------------------------------
+    def save(self, directory: str | Path) -> None:
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "vocabulary.json").write_text(json.dumps(self._itos, ensure_ascii=False), encoding="utf-8")
+
+    @classmethod
+    def load(cls, directory: str | Path) -> "Vocabulary":
+        data = json.loads((Path(directory) / "vocabulary.json").read_text(encoding="utf-8"))
+        return cls(data)
+
+    def __repr__(self):
+        return "Vocabulary(" + ", ".join(f"{ns}={self.size(ns)}" for ns in self.namespaces()) + ")"
+
+
+class VocabularyConfig:
+    """The ``vocabulary`` section of a spec."""
+
+    def __init__(self, min_count: Optional[dict[str, int]] = None, max_size: Optional[dict[str, int]] = None,
+                 pretrained_files: Optional[dict[str, str]] = None):
+        self.min_count = min_count or {}
+        self.max_size = max_size or {}
+        self.pretrained_files = pretrained_files or {}
+
+    def build(self, instances: Iterable, count_fn, extra_tokens=None) -> Vocabulary:
+        counters: dict[str, Counter] = {}
+        for inst in instances:
+            count_fn(inst, counters)
+        return Vocabulary.from_counters(counters, self.min_count, self.max_size, extra_tokens)

@@ -1,0 +1,77 @@
+"""End to end through the CLI: train -> MLflow -> leaderboard, evaluate, predict; light start-up."""
+import json
+import subprocess
+import sys
+
+from tests.conftest import DATA, ROOT, run_cli
+from tests.test_training import head_sentences, tiny_spec
+
+
+def test_import_and_help_are_light():
+    code = ("import sys, multigrain, multigrain.platform.cli as c\n"
+            "try:\n    c.main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "heavy = [m for m in ('torch', 'ray', 'mlflow', 'transformers') if m in sys.modules]\n"
+            "print('HEAVY', heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert "HEAVY []" in out.stdout, out.stdout + out.stderr
+    assert "train" in out.stdout and "leaderboard" in out.stdout
+
+
+def test_train_track_leaderboard_evaluate_predict(tmp_path):
+    src = DATA / "resume_ner" / "dev.char.bmes"
+    train = head_sentences(src, 16, tmp_path / "train.bmes")
+    dev = head_sentences(src, 6, tmp_path / "dev.bmes")
+    spec = tiny_spec(train, dev, epochs=2)
+    spec["test_data_path"] = dev
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    out = run_cli("train", "spec.json", "-s", "run1", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["finished"] and 0 <= result["test"]["f1"] <= 1
+
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name("ner/tiny")
+    runs = client.search_runs([exp.experiment_id])
+    assert len(runs) == 1
+    run = runs[0]
+    tags = run.data.tags
+    for key in ("task", "model", "encoder", "spec_hash", "git_commit"):
+        assert tags[key], key
+    assert tags["leaderboard"] == "true" and tags["spec_hash"] == result["spec_hash"]
+    assert tags["model"] == "tagger" and tags["encoder"] == "bilstm"
+    assert run.data.params["model.encoder.hidden_size"] == "16"
+    assert abs(run.data.metrics["test_f1"] - result["test"]["f1"]) < 1e-9
+    history = client.get_metric_history(run.info.run_id, "validation_f1")
+    assert [m.step for m in history] == [1, 2]
+    artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"config.json", "metrics.json", "test_report.json"} <= artifacts
+
+    board = run_cli("leaderboard", "ner/tiny", "--json", cwd=tmp_path)
+    assert board.returncode == 0, board.stderr
+    rows = json.loads(board.stdout)
+    assert len(rows) == 1 and rows[0]["rank"] == 1 and rows[0]["spec_hash"] == result["spec_hash"]
+    pretty = run_cli("leaderboard", "ner", cwd=tmp_path)
+    assert result["spec_hash"][:12] in pretty.stdout
+
+    ev = run_cli("evaluate", "run1", dev, cwd=tmp_path)
+    assert ev.returncode == 0, ev.stderr
+    assert abs(json.loads(ev.stdout)["f1"] - result["test"]["f1"]) < 1e-9
+
+    (tmp_path / "in.jsonl").write_text('{"text": "张三在北京大学读书"}\n{"chars": ["上", "海"]}\n', encoding="utf-8")
+    pred = run_cli("predict", "run1", "in.jsonl", cwd=tmp_path)
+    assert pred.returncode == 0, pred.stderr
+    lines = [json.loads(x) for x in pred.stdout.splitlines()]
+    assert [len(x["tags"]) for x in lines] == [9, 2] and lines[0]["text"] == "张三在北京大学读书"
+
+    (tmp_path / "bad.jsonl").write_text('{"text": "好"}\n{"text": \n', encoding="utf-8")
+    bad = run_cli("predict", "run1", "bad.jsonl", cwd=tmp_path)
+    assert bad.returncode != 0 and "bad.jsonl:2: bad JSON" in bad.stderr
+
+
+def test_evaluate_missing_archive(tmp_path):
+    out = run_cli("evaluate", tmp_path / "nope", tmp_path / "x", cwd=tmp_path)
+    assert out.returncode != 0 and "not a multigrain run directory" in out.stderr

@@ -1,0 +1,164 @@
+"""Bad specs: one clear error naming the spec path, exit code != 0, nothing written."""
+import json
+
+import pytest
+
+from multigrain.platform.config import apply_overrides, spec_hash, validate
+from multigrain.platform.experiment import Experiment
+from tests.conftest import DATA, ROOT, run_cli
+
+RESUME = DATA / "resume_ner"
+
+
+def good_spec(**changes):
+    spec = {
+        "task": "ner", "dataset": "resume",
+        "dataset_reader": {"type": "resume_ner"},
+        "train_data_path": str(RESUME / "dev.char.bmes"),
+        "validation_data_path": str(RESUME / "dev.char.bmes"),
+        "model": {"type": "tagger", "embedder": {"type": "char_bigram", "char_dim": 8, "bigram_dim": 8},
+                  "encoder": {"type": "bilstm", "hidden_size": 8}, "head": {"type": "crf"}},
+        "trainer": {"num_epochs": 1, "optimizer": {"type": "adam", "lr": 0.01}},
+    }
+    spec.update(changes)
+    return spec
+
+
+def check(tmp_path, spec_text, *expected, cmd="validate", extra=(), suffix=".jsonnet"):
+    path = tmp_path / f"spec{suffix}"
+    path.write_text(spec_text if isinstance(spec_text, str) else json.dumps(spec_text))
+    out = run_cli(cmd, path, *extra, cwd=tmp_path)
+    assert out.returncode != 0, out.stdout
+    for e in expected:
+        assert e in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "mlruns.db").exists()
+    return out.stderr
+
+
+def test_good_spec_validates(tmp_path):
+    path = tmp_path / "ok.json"
+    path.write_text(json.dumps(good_spec()))
+    out = run_cli("validate", path, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert spec_hash(good_spec()) in out.stdout
+
+
+def test_unknown_type_did_you_mean(tmp_path):
+    spec = good_spec()
+    spec["model"]["encoder"]["type"] = "bilstn"
+    err = check(tmp_path, spec, "model.encoder.type: unknown encoder type 'bilstn'", "did you mean 'bilstm'",
+                "valid choices:")
+    assert "multigrain.components.encoders.bilstm" in err
+
+
+def test_unknown_key_did_you_mean(tmp_path):
+    spec = good_spec()
+    spec["model"]["encoder"]["hiden_size"] = 8
+    check(tmp_path, spec, "model.encoder.hiden_size: unknown key", "did you mean 'hidden_size'", "valid keys:")
+
+
+def test_wrong_value_type(tmp_path):
+    spec = good_spec()
+    spec["model"]["encoder"]["hidden_size"] = "8x"
+    check(tmp_path, spec, 'model.encoder.hidden_size: expected int, got "8x"')
+
+
+def test_wrong_bool_and_float(tmp_path):
+    spec = good_spec()
+    spec["model"]["head"]["constrained"] = "yes"
+    spec["trainer"]["optimizer"]["lr"] = "fast"
+    check(tmp_path, spec, 'model.head.constrained: expected bool, got "yes"',
+          'trainer.optimizer.lr: expected float, got "fast"', "2 errors")
+
+
+def test_missing_required(tmp_path):
+    spec = good_spec()
+    del spec["train_data_path"]
+    del spec["trainer"]["optimizer"]
+    check(tmp_path, spec, "train_data_path: missing required argument",
+          "trainer.optimizer: missing required argument")
+
+
+def test_missing_type(tmp_path):
+    spec = good_spec()
+    del spec["model"]["head"]["type"]
+    check(tmp_path, spec, "model.head.type: missing; choose one of:", "crf")
+
+
+def test_unknown_top_level_key(tmp_path):
+    check(tmp_path, good_spec(trainr={}), "trainr: unknown key for Experiment", "did you mean 'trainer'")
+
+
+def test_all_errors_reported_at_once(tmp_path):
+    spec = good_spec()
+    spec["model"]["encoder"]["type"] = "nope"
+    spec["trainer"]["num_epochs"] = "ten"
+    spec["data_loader"] = {"batch_sise": 4}
+    err = check(tmp_path, spec, "3 errors", "model.encoder.type", "trainer.num_epochs", "data_loader.batch_sise")
+    assert err.count("\n  ") >= 3
+
+
+def test_missing_data_file(tmp_path):
+    check(tmp_path, good_spec(test_data_path="nowhere/test.bmes"), "test_data_path: file not found: nowhere/test.bmes")
+
+
+def test_jsonnet_syntax_error(tmp_path):
+    check(tmp_path, "{ model: { type: 'tagger', }", "Jsonnet error", "spec.jsonnet")
+
+
+def test_missing_ext_var(tmp_path):
+    check(tmp_path, "{ lr: std.extVar('lr') }", "missing ext var 'lr'", "--ext-var lr=")
+
+
+def test_environment_is_not_visible(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME_SECRET", "x")
+    check(tmp_path, "{ a: std.extVar('HOME_SECRET') }", "missing ext var 'HOME_SECRET'")
+
+
+def test_bad_override_key(tmp_path):
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(good_spec()))
+    out = run_cli("validate", path, "-o", "trainer.optimiser.lr=0.1", cwd=tmp_path)
+    assert out.returncode != 0
+    assert "override trainer.optimiser.lr: trainer has no key 'optimiser'" in out.stderr
+    assert "did you mean 'optimizer'" in out.stderr
+
+
+def test_malformed_override(tmp_path):
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(good_spec()))
+    out = run_cli("validate", path, "-o", "trainer.num_epochs", cwd=tmp_path)
+    assert out.returncode != 0 and "expected KEY.PATH=VALUE" in out.stderr
+
+
+def test_override_value_is_typed_and_checked():
+    spec = apply_overrides(good_spec(), ["trainer.optimizer.lr=0.5", "model.encoder.hidden_size=\"big\""])
+    assert spec["trainer"]["optimizer"]["lr"] == 0.5
+    errors = validate(spec, Experiment)
+    assert errors == ['model.encoder.hidden_size: expected int, got "big"']
+
+
+def test_literal_choice(tmp_path):
+    spec = good_spec()
+    spec["dataset_reader"] = {"type": "weibo_ner", "entity_kind": "NAME"}
+    check(tmp_path, spec, "dataset_reader.entity_kind: expected one of", "did you mean 'NAM'")
+
+
+def test_train_refuses_bad_spec_writes_nothing(tmp_path):
+    spec = good_spec()
+    spec["model"]["encoder"]["type"] = "bilstn"
+    check(tmp_path, spec, "unknown encoder type", cmd="train")
+
+
+def test_spec_hash_is_canonical():
+    a = {"b": 1, "a": {"y": [1, 2], "x": "中"}}
+    b = {"a": {"x": "中", "y": [1, 2]}, "b": 1}
+    assert spec_hash(a) == spec_hash(b)
+    assert spec_hash(a) != spec_hash({**a, "b": 2})
+
+
+def test_repo_specs_validate():
+    for spec in sorted((ROOT / "jsonnet_configs").rglob("*.jsonnet")):
+        out = run_cli("validate", spec.relative_to(ROOT))
+        assert out.returncode == 0, f"{spec}: {out.stderr}"

@@ -1,0 +1,92 @@
+"""Trainer: bit-identical resume, overfitting a small set, the run directory as an archive."""
+import json
+
+import pytest
+import torch
+
+from multigrain.platform.archive import load_archive
+from multigrain.platform.experiment import train_experiment
+from tests.conftest import DATA
+
+
+def head_sentences(src, n, dst):
+    blocks = src.read_text(encoding="utf-8").strip("\n").split("\n\n")[:n]
+    dst.write_text("\n\n".join(blocks) + "\n\n", encoding="utf-8")
+    return str(dst)
+
+
+def tiny_spec(train, dev, epochs, lr=0.01, hidden=16, dropout=0.0, scheduler=None, head="crf"):
+    spec = {
+        "task": "ner", "dataset": "tiny",
+        "dataset_reader": {"type": "resume_ner"},
+        "train_data_path": train, "validation_data_path": dev,
+        "data_loader": {"batch_size": 4},
+        "model": {"type": "tagger",
+                  "embedder": {"type": "char_bigram", "char_dim": 16, "bigram_dim": 16, "dropout": dropout},
+                  "encoder": {"type": "bilstm", "hidden_size": hidden}, "head": {"type": head}},
+        "trainer": {"num_epochs": epochs, "optimizer": {"type": "adam", "lr": lr}, "grad_clipping": 5.0},
+        "seed": 7,
+    }
+    if scheduler:
+        spec["trainer"]["scheduler"] = scheduler
+    return spec
+
+
+@pytest.fixture
+def tiny_files(tmp_path):
+    src = DATA / "resume_ner" / "dev.char.bmes"
+    return head_sentences(src, 24, tmp_path / "train.bmes"), head_sentences(src, 8, tmp_path / "dev.bmes")
+
+
+def test_resume_is_bit_identical(tmp_path, tiny_files):
+    train, dev = tiny_files
+    spec = tiny_spec(train, dev, epochs=2, dropout=0.3,
+                     scheduler={"type": "linear_warmup", "warmup_steps": 2})
+    full = train_experiment(spec, tmp_path / "full")
+    part = train_experiment(spec, tmp_path / "split", stop_after_epoch=1)
+    assert part["finished"] is False and part["epochs_completed"] == 1
+    resumed = train_experiment(spec, tmp_path / "split", resume=True)
+    assert resumed["finished"] is True
+    a = torch.load(tmp_path / "full" / "last.pt", weights_only=False)
+    b = torch.load(tmp_path / "split" / "last.pt", weights_only=False)
+    for key in a["model"]:
+        assert torch.equal(a["model"][key], b["model"][key]), key
+    assert a["history"] == b["history"]
+    assert a["optimizer"]["state"].keys() == b["optimizer"]["state"].keys()
+    for k, st in a["optimizer"]["state"].items():
+        assert torch.equal(st["exp_avg"], b["optimizer"]["state"][k]["exp_avg"])
+    assert full["validation"] == resumed["validation"]
+
+
+def test_resume_refuses_changed_spec(tmp_path, tiny_files):
+    from multigrain.platform.errors import ConfigurationError
+
+    train, dev = tiny_files
+    spec = tiny_spec(train, dev, epochs=2)
+    train_experiment(spec, tmp_path / "run", stop_after_epoch=1)
+    with pytest.raises(ConfigurationError, match="different spec"):
+        train_experiment(tiny_spec(train, dev, epochs=3), tmp_path / "run", resume=True)
+    with pytest.raises(ConfigurationError, match="not empty"):
+        train_experiment(spec, tmp_path / "run")
+
+
+@pytest.mark.parametrize("head", ["crf", "softmax_tagger"])
+def test_overfits_twenty_sentences(tmp_path, head):
+    src = DATA / "resume_ner" / "train.char.bmes"
+    train = head_sentences(src, 20, tmp_path / "twenty.bmes")
+    spec = tiny_spec(train, train, epochs=40, lr=0.02, hidden=48, head=head)
+    spec["data_loader"]["batch_size"] = 5
+    result = train_experiment(spec, tmp_path / "run")
+    assert result["validation"]["f1"] >= 0.99, result["validation"]
+
+
+def test_archive_reloads_and_predicts(tmp_path, tiny_files):
+    train, dev = tiny_files
+    result = train_experiment(tiny_spec(train, dev, epochs=1), tmp_path / "run")
+    run = tmp_path / "run"
+    for name in ("config.json", "spec_hash", "vocabulary/vocabulary.json", "best.pt", "last.pt", "metrics.json"):
+        assert (run / name).exists(), name
+    assert json.loads((run / "metrics.json").read_text())["spec_hash"] == result["spec_hash"]
+    archive = load_archive(run)
+    preds = list(archive.predict_batches(archive.read(dev)))
+    assert len(preds) == 8 and all(len(p["tags"]) == len(p["text"]) for p in preds)
