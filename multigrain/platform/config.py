@@ -348,6 +348,15 @@ def constructor_parameters(cls: type) -> tuple[dict[str, inspect.Parameter], dic
     sig = inspect.signature(init)
     try:
         hints = typing.get_type_hints(init)
+    except NameError:
+        # a kind named as a string (imported only under TYPE_CHECKING): resolve it by the registry
+        from multigrain.platform.registry import KINDS, load_builtin
+
+        load_builtin()
+        try:
+            hints = typing.get_type_hints(init, localns={k.__name__: k for k in KINDS.values()})
+        except Exception as e:
+            raise ConfigurationError(f"cannot read the type hints of {cls.__module__}.{cls.__qualname__}: {e}") from e
     except Exception as e:  # an unresolvable annotation is a programming error: say where
         raise ConfigurationError(f"cannot read the type hints of {cls.__module__}.{cls.__qualname__}: {e}") from e
     params = {}

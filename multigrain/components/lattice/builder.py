@@ -6,6 +6,8 @@ changes its output, used in the lattice cache key.
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import json
 import os
@@ -21,28 +23,40 @@ LATTICE_FORMAT_VERSION = 1
 
 
 class LatticeBuilder(Registrable, kind="lattice_builder"):
+    """Characters -> Lattice. Subclasses override ``build`` or ``build_many`` (or both).
+    A spec without ``type`` gets the ``lexicon`` builder."""
+
+    default_implementation = "lexicon"
+
     def build(self, chars: Sequence[str]) -> Lattice:
         return self.build_many([chars])[0]
 
     def build_many(self, sentences: Sequence[Sequence[str]]) -> list[Lattice]:
+        if type(self).build is LatticeBuilder.build:
+            raise NotImplementedError(f"{type(self).__name__} must override build or build_many")
         return [self.build(chars) for chars in sentences]
 
     def spec_key(self) -> str:
         raise NotImplementedError
 
+    def __repr__(self) -> str:
+        settings = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
+        return f"{type(self).__name__}({settings})"
+
     def _spec(self, **settings) -> str:
-        return json.dumps({"type": self.registered_name, "v": LATTICE_FORMAT_VERSION, **settings}, sort_keys=True)
+        name = getattr(self, "registered_name", type(self).__qualname__)
+        return json.dumps({"type": name, "v": LATTICE_FORMAT_VERSION, **settings}, sort_keys=True)
 
 
-_FILE_HASHES: dict[tuple[str, float, int], str] = {}
+_FILE_HASHES: dict[tuple, str] = {}
 
 
 def file_sha256(path: Optional[str]) -> Optional[str]:
-    """sha256 of a file's bytes (memoised per (path, mtime, size)); None for None."""
+    """sha256 of a file's bytes (memoised per (path, mtime, size, inode)); None for None."""
     if path is None:
         return None
     st = os.stat(path)
-    key = (os.path.abspath(path), st.st_mtime, st.st_size)
+    key = (os.path.abspath(path), st.st_mtime_ns, st.st_size, st.st_ino)
     if key not in _FILE_HASHES:
         h = hashlib.sha256()
         with open(path, "rb") as f:
@@ -52,6 +66,19 @@ def file_sha256(path: Optional[str]) -> Optional[str]:
     return _FILE_HASHES[key]
 
 
+@contextlib.contextmanager
+def gc_paused():
+    """Pause the cyclic garbage collector while creating many small objects (tuples of
+    strings, lattices): its generational passes otherwise rescan them all, repeatedly."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def char_offsets(sentences: Sequence[Sequence[str]], sep: str = ""):
     """Join sentences for one string pass.
 
@@ -59,12 +86,17 @@ def char_offsets(sentences: Sequence[Sequence[str]], sep: str = ""):
     N is the total number of characters; ``char_start/char_end`` are each character's
     [start, end) offsets in ``text``; sentences are separated by ``sep``.
     """
-    n = np.fromiter((len(c) for c in sentences), dtype=np.int64, count=len(sentences))
+    n = np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences))
     first_char = np.zeros(len(sentences) + 1, dtype=np.int64)
     np.cumsum(n, out=first_char[1:])
-    flat = [c for chars in sentences for c in chars]
-    text = sep.join("".join(chars) for chars in sentences)
-    lengths = np.fromiter(map(len, flat), dtype=np.int64, count=len(flat))
+    joined = ["".join(chars) for chars in sentences]
+    code_points = np.fromiter(map(len, joined), dtype=np.int64, count=len(joined))
+    text = sep.join(joined)
+    lengths = np.ones(int(first_char[-1]), dtype=np.int64)
+    # characters of several code points (Latin words kept whole, emoji sequences) are rare:
+    # measure them only in the sentences that have some
+    for b in np.flatnonzero(code_points != n).tolist():
+        lengths[first_char[b] : first_char[b + 1]] = [len(c) for c in sentences[b]]
     sent_of_char = np.repeat(np.arange(len(sentences)), n)
     # every sentence before this character adds len(sep)
     char_end = np.cumsum(lengths) + sent_of_char * len(sep)
@@ -90,7 +122,10 @@ def assemble(
     All lattices share two big read-only arrays (spans, sources); each gets views of them.
     """
     B = len(sentences)
-    order = np.lexsort((word_end, word_start, word_sent))
+    word_sent = np.asarray(word_sent, dtype=np.int64)
+    global_start = first_char[word_sent] + word_start
+    # one int64 key orders by (sentence, start, end): global start grows across sentences
+    order = np.argsort(global_start * (int(first_char[-1]) + 1) + (word_end - word_start), kind="stable")
     word_sent, word_start, word_end = word_sent[order], word_start[order], word_end[order]
     word_text = np.asarray(word_text, dtype=object)[order].tolist() if len(order) else []
     src = np.ones(len(order), dtype=np.int64) if word_source is None else np.asarray(word_source, np.int64)[order]
@@ -118,17 +153,12 @@ def assemble(
 
     out = []
     ft, fw = first_tok.tolist(), first_word.tolist()
-    for b, chars in enumerate(sentences):
-        chars = tuple(chars)
-        out.append(
-            Lattice(
-                chars,
-                spans[ft[b] : ft[b + 1]],
-                chars + tuple(word_text[fw[b] : fw[b + 1]]),
-                sources[ft[b] : ft[b + 1]],
-                None if seg_ids is None else seg_ids[b],
-            )
-        )
+    with gc_paused():
+        for b, chars in enumerate(sentences):
+            chars = tuple(chars)
+            seg = None if seg_ids is None else seg_ids[b]
+            text = chars + tuple(word_text[fw[b] : fw[b + 1]])
+            out.append(Lattice(chars, spans[ft[b] : ft[b + 1]], text, sources[ft[b] : ft[b + 1]], seg))
     return out
 
 

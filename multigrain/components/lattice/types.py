@@ -27,7 +27,7 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     return a
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True)
 class Lattice:
     """One sentence.
 
@@ -57,6 +57,9 @@ class Lattice:
         if self.seg_ids is not None:
             object.__setattr__(self, "seg_ids", _frozen(self.seg_ids))
 
+    def __reduce__(self):  # unpickle through __init__, so that the arrays are read-only again
+        return (Lattice, (self.chars, self.spans, self.token_text, self.sources, self.seg_ids))
+
     @classmethod
     def from_words(
         cls,
@@ -80,7 +83,10 @@ class Lattice:
         src = np.zeros(n + len(keys), dtype=np.int64)
         src[n:] = [merged[k] for k in keys]
         text = chars + tuple("".join(chars[s : e + 1]) for s, e in keys)
-        seg = None if seg_ids is None else np.asarray(seg_ids, dtype=np.int64).reshape(-1, n)
+        seg = None
+        if seg_ids is not None:
+            seg = np.asarray(seg_ids, dtype=np.int64)
+            seg = seg.reshape(1, n) if seg.ndim == 1 else seg
         lattice = cls(chars, spans, text, src, seg)
         lattice.validate()
         return lattice

@@ -67,8 +67,8 @@ class ThucNewsTitlesReader(SentenceReader):
     that file is present, else the ids. Only dev.txt and test.txt (10,000 each, 1,000 per class)
     are shipped, so ``split="train"``/``"dev"`` cut a training set out of a file
     deterministically: a headline is dev when ``zlib.crc32(headline.encode()) % 1000 <
-    dev_fraction * 1000``. With the default ``dev_fraction=0.1`` on ``dev.txt``: train 8,983 /
-    dev 1,017 headlines (use test.txt, all of it, as the test set).
+    dev_fraction * 1000``. With the default ``dev_fraction=0.1`` on ``dev.txt``: train 8,993 /
+    dev 1,007 headlines (use test.txt, all of it, as the test set).
     """
 
     def __init__(self, split: Literal["all", "train", "dev"] = "all", dev_fraction: float = 0.1, **kwargs):

@@ -12,7 +12,8 @@ What the shipped files contain, and why ``on_bad_answer`` defaults to ``"fix"``:
 ``answer_start = -1`` whose text does not occur in the context at all (free-form answers); DRCD
 has none. ``"fix"`` moves an answer to the occurrence of its text nearest the given start and
 drops it from ``answers`` (keeping it in ``answer_texts``) when the text does not occur; so every
-dev question keeps its references for evaluation and may have fewer (in 1 case, no) span answers.
+dev question keeps its references for evaluation and may have fewer span answers (on the
+shipped files every question keeps at least one).
 ``"skip"`` drops every mismatching answer from ``answers``; ``"error"`` raises DataError.
 ``cmrc2018_trial.json`` has 2 questions with an empty ``question``: a DataError by default
 (``on_empty_question="error"``), or ``"skip"``/``"keep"`` them.
@@ -30,7 +31,7 @@ from multigrain.platform.data import Instance
 from multigrain.platform.errors import DataError
 from multigrain.platform.kinds import Reader
 
-_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"\s*(:)?')
+_JSON_STRING = re.compile(r'("[^"\\]*(?:\\.[^"\\]*)*")\s*(:)?')
 
 
 def key_lines(text: str, keys: set[str]) -> dict[str, list[int]]:
@@ -43,10 +44,9 @@ def key_lines(text: str, keys: set[str]) -> dict[str, list[int]]:
     quoted = {json.dumps(key): key for key in keys}
     line, at = 1, 0
     for match in _JSON_STRING.finditer(text):
-        if match.group(1) is None:
+        if match.group(2) is None:
             continue
-        token = match.group(0)[: match.end(0) - match.start(0)].rstrip(": \t\r\n")
-        key = quoted.get(token)
+        key = quoted.get(match.group(1))
         if key is not None:
             line += text.count("\n", at, match.start())
             at = match.start()
@@ -157,14 +157,21 @@ class SquadReader(SentenceReader):
                 f"(context there: {found!r}; context length {len(context)})",
             )
         if self.on_bad_answer == "fix" and text:
-            occurrences = [m.start() for m in re.finditer(re.escape(text), context)]
-            # finditer skips overlapping occurrences; check every start where the text begins
-            occurrences = [i for i in range(len(context)) if context.startswith(text, i)] if occurrences else []
+            occurrences = _occurrences(context, text)
             if occurrences:
                 stats["moved"] += 1
                 return min(occurrences, key=lambda i: (abs(i - start), i))
         stats["dropped"] += 1
         return None
+
+
+def _occurrences(context: str, text: str) -> list[int]:
+    """Every start of ``text`` in ``context``, overlapping ones included."""
+    found, at = [], context.find(text)
+    while at >= 0:
+        found.append(at)
+        at = context.find(text, at + 1)
+    return found
 
 
 def _field(path: str, line: Optional[int], obj: Any, key: str, kind) -> Any:

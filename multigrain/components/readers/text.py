@@ -8,6 +8,7 @@ from typing import Iterator
 
 from multigrain.platform.errors import DataError
 
+_LATIN = re.compile(r"[A-Za-z0-9]")
 _LATIN_RUN_OR_CHAR = re.compile(r"[A-Za-z0-9]+|.", re.S)
 
 
@@ -18,7 +19,7 @@ def split_chars(text: str, keep_latin_words: bool = True) -> list[str]:
     Python strings hold code points, so an astral character (emoji) is never split in two;
     full-width forms (``Ａ``, ``１``) are not ASCII and stay single tokens.
     """
-    if keep_latin_words:
+    if keep_latin_words and _LATIN.search(text):
         return _LATIN_RUN_OR_CHAR.findall(text)
     return list(text)
 

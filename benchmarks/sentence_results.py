@@ -1,0 +1,172 @@
+"""Sentence-task results: train every sentence spec with several seeds, write mean ± std.
+
+    python benchmarks/sentence_results.py [--seeds 3] [--epochs N] [--only chnsenticorp_mwa ...]
+        [--max-instances N] [--results benchmarks/RESULTS.md] [--runs-dir runs/sentence]
+        [--tracking-uri URI]
+
+Each (spec, seed) is one MLflow-tracked training (``multigrain.platform.cli.run_tracked``) in its
+own run directory; a finished run directory is reused, an unfinished one resumed. The table goes
+into the ``## Sentence results`` section of the results file; the other sections are left as
+they are (the file is locked while it is rewritten). ``--max-instances`` cuts every split (for
+a smoke test; say so when quoting numbers).
+"""
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SECTION = "## Sentence results"
+DATASETS = [("cls", "chnsenticorp"), ("pair", "bq"), ("cls", "thucnews"), ("mrc", "cmrc2018")]
+VARIANTS = ["backbone", "mwa", "hrmf", "big"]
+
+
+def spec_paths() -> list[Path]:
+    return [ROOT / "jsonnet_configs" / task / f"{name}_{variant}.jsonnet"
+            for task, name in DATASETS for variant in VARIANTS]
+
+
+def prepared_spec(path: Path, seed: int, epochs: int | None, max_instances: int | None) -> dict:
+    from multigrain.platform.config import load_spec
+
+    spec = load_spec(path)
+    spec["seed"] = seed
+    if epochs is not None:
+        spec["trainer"]["num_epochs"] = epochs
+    if max_instances is not None:
+        for key in ("dataset_reader", "validation_dataset_reader"):
+            if key in spec:
+                spec[key]["max_instances"] = max_instances
+    return spec
+
+
+def train_one(spec: dict, run_dir: Path, tracking_uri: str | None, source: str) -> dict:
+    from multigrain.platform.cli import run_tracked
+    from multigrain.platform.tracking import RunLogger
+
+    metrics = run_dir / "metrics.json"
+    if metrics.exists():
+        done = json.loads(metrics.read_text(encoding="utf-8"))
+        if done.get("finished"):
+            return done
+    resume = (run_dir / "last.pt").exists()
+    return run_tracked(spec, run_dir, RunLogger(tracking_uri), resume=resume, source=source)
+
+
+def mean_std(values: list[float]) -> str:
+    if not values:
+        return "–"
+    mean = 100 * statistics.fmean(values)
+    std = 100 * statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{mean:.2f} ± {std:.2f}"
+
+
+def table(rows: list[dict]) -> list[str]:
+    lines = ["| experiment | model | test acc / EM | test macro-F1 / F1 | dev acc / F1 | seeds | epochs | min/run |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['experiment']} | {r['variant']} | {mean_std(r['test_a'])} | {mean_std(r['test_b'])} | "
+                     f"{mean_std(r['dev'])} | {r['seeds']} | {r['epochs']} | {r['minutes']:.1f} |")
+    return lines
+
+
+def device_line() -> str:
+    import torch
+
+    if torch.cuda.is_available():
+        return f"GPU {torch.cuda.get_device_name(0)}"
+    return f"CPU only ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
+
+
+def write_section(results: Path, body: list[str]) -> None:
+    """Replace (or append) the ``## Sentence results`` section, holding a lock on the file."""
+    results.parent.mkdir(parents=True, exist_ok=True)
+    with open(results, "a+", encoding="utf-8") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        lines = f.read().splitlines()
+        start = next((i for i, line in enumerate(lines) if line.strip() == SECTION), None)
+        if start is None:
+            if not lines:
+                lines = ["# Benchmark results"]
+            lines = lines + [""] + [SECTION] + body
+        else:
+            end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+            tail = [""] + lines[end:] if end < len(lines) else []
+            lines = lines[:start] + [SECTION] + body + tail
+        f.seek(0)
+        f.truncate()
+        f.write("\n".join(lines).rstrip("\n") + "\n")
+        fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=None, help="override trainer.num_epochs")
+    parser.add_argument("--only", nargs="*", default=None, help="spec stems, e.g. chnsenticorp_mwa")
+    parser.add_argument("--max-instances", type=int, default=None, help="cut every split (smoke tests)")
+    parser.add_argument("--results", default=str(ROOT / "benchmarks" / "RESULTS.md"))
+    parser.add_argument("--runs-dir", default="runs/sentence")
+    parser.add_argument("--tracking-uri", default=None)
+    args = parser.parse_args(argv)
+
+    stems = [p.stem for p in spec_paths()]
+    unknown = sorted(set(args.only or ()) - set(stems))
+    if unknown:
+        parser.error(f"--only: unknown spec {', '.join(unknown)}; choose from {', '.join(stems)}")
+    paths = [p for p in spec_paths() if args.only is None or p.stem in args.only]
+    rows = []
+    for path in paths:
+        task, (dataset, variant) = path.parent.name, path.stem.rsplit("_", 1)
+        row = {"experiment": "", "variant": variant, "test_a": [], "test_b": [], "dev": [],
+               "seeds": 0, "epochs": "", "minutes": 0.0}
+        seconds = []
+        for k in range(args.seeds):
+            seed = 13 + k
+            spec = prepared_spec(path, seed, args.epochs, args.max_instances)
+            suffix = f"-max{args.max_instances}" if args.max_instances else ""
+            run_dir = Path(args.runs_dir) / f"{path.stem}-e{spec['trainer']['num_epochs']}{suffix}-seed{seed}"
+            started = time.time()
+            result = train_one(spec, run_dir, args.tracking_uri, str(path))
+            seconds.append(result.get("seconds", time.time() - started))
+            test, dev = result.get("test") or {}, result.get("validation") or {}
+            a, b = ("em", "f1") if task == "mrc" else ("accuracy", "macro_f1")
+            row["test_a"] += [test[a]] if a in test else []
+            row["test_b"] += [test[b]] if b in test else []
+            row["dev"] += [dev["f1" if task == "mrc" else "accuracy"]] if dev else []
+            row.update(experiment=f"{spec['task']}/{spec['dataset']}", seeds=k + 1,
+                       epochs=spec["trainer"]["num_epochs"])
+            print(f"{path.stem} seed {seed}: test {json.dumps(test)}", flush=True)
+        row["minutes"] = statistics.fmean(seconds) / 60
+        rows.append(row)
+
+    note = [
+        "",
+        f"`python benchmarks/sentence_results.py --seeds {args.seeds}"
+        + (f" --epochs {args.epochs}" if args.epochs else "")
+        + (f" --max-instances {args.max_instances}" if args.max_instances else "")
+        + f"` on {device_line()}, {time.strftime('%Y-%m-%d')}. Mean ± std over seeds 13..{12 + args.seeds}, "
+        "in percent. Backbone: a randomly initialised 4-layer char_transformer (no pretrained BERT is "
+        "available offline), so the absolute numbers are far below the papers' BERT-based ones; "
+        "compare the rows with each other. THUCNews test = the 10% hash bucket of test.txt; "
+        "CMRC 2018 test = the trial set (the official test set is hidden).",
+        "",
+    ]
+    if args.max_instances:
+        note.insert(2, f"**Smoke test: every split cut to {args.max_instances} examples; not a result.**")
+    write_section(Path(args.results), note + table(rows))
+    print("\n".join(table(rows)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

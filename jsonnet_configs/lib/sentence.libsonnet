@@ -1,0 +1,125 @@
+// Shared defaults of the sentence-level specs: classification (cls), sentence pairs (pair)
+// and span-extraction MRC (mrc). Paths are relative to the repository root; data in ../shared/data.
+//
+// Every spec is  backbone -> optional layer -> head  (see multigrain/components/models/classifier.py):
+//   backbone  a BERT-shaped char_transformer, randomly initialised (no pretrained BERT here;
+//             set model.embedder to {type: 'hf_transformer', model_path: DIR} for a local one)
+//   layer     mwa (3 segmenters), hrmf (voted segmentation), or none
+//   big       BiG-Transformer over plain character embeddings and lexicon words, mean pooling
+local data = '../shared/data';
+
+{
+  data_root:: data,
+
+  datasets:: {
+    chnsenticorp: {
+      task: 'cls', name: 'chnsenticorp', model: 'classifier', labels: ['0', '1'], max_length: 256,
+      reader: { type: 'chnsenticorp' },
+      train: data + '/chnsenticorp/train.tsv',
+      dev: data + '/chnsenticorp/dev.tsv',
+      test: data + '/chnsenticorp/test.tsv',
+    },
+    bq: {
+      task: 'pair', name: 'bq', model: 'pair_classifier', labels: ['0', '1'], max_length: 128,
+      reader: { type: 'bq_corpus' },
+      train: data + '/bq_corpus/train.txt',
+      dev: data + '/bq_corpus/dev.txt',
+      test: data + '/bq_corpus/test.txt',
+    },
+    // Only dev.txt and test.txt are shipped: train = 90% of dev.txt, validation = the other 10%
+    // (the reader's stable hash split). The platform reads the test file with the validation
+    // reader, so the test set is the same 10% hash bucket of test.txt (about 1,000 of its
+    // 10,000 headlines), not all of it.
+    thucnews: {
+      task: 'cls', name: 'thucnews', model: 'classifier', max_length: 64,
+      labels: ['finance', 'realty', 'stocks', 'education', 'science', 'society', 'politics', 'sports',
+               'game', 'entertainment'],
+      reader: { type: 'thucnews_titles', split: 'train' },
+      dev_reader: { type: 'thucnews_titles', split: 'dev' },
+      train: data + '/thucnews_titles/dev.txt',
+      dev: data + '/thucnews_titles/dev.txt',
+      test: data + '/thucnews_titles/test.txt',
+    },
+    // The official test set is hidden: validation = dev, test = trial (its 2 questions with an
+    // empty question are skipped).
+    cmrc2018: {
+      task: 'mrc', name: 'cmrc2018', model: 'span_reader', max_length: 384,
+      reader: { type: 'cmrc2018' },
+      dev_reader: { type: 'cmrc2018', on_empty_question: 'skip' },
+      train: data + '/cmrc2018/cmrc2018_train.json',
+      dev: data + '/cmrc2018/cmrc2018_dev.json',
+      test: data + '/cmrc2018/cmrc2018_trial.json',
+    },
+  },
+
+  // Lattice builders --------------------------------------------------------------------------
+  segmenters:: ['jieba', 'snownlp', 'lac'],
+  // MWA: one segmentation per segmenter (seg_ids [3, n]), as the paper's three CWS tools
+  mwa_lattice:: { type: 'union', builders: [{ type: 'segmenter', name: s } for s in $.segmenters] },
+  // HRMF: the voted segmentation (the paper votes pkuseg, LAC and snownlp)
+  hrmf_lattice:: { type: 'voting', segmenters: $.segmenters },
+  // BiG: every lexicon word of the sentence
+  big_lattice:: { type: 'lexicon' },
+
+  // Models ------------------------------------------------------------------------------------
+  backbone(max_length=512):: {
+    type: 'char_transformer', hidden_size: 256, num_layers: 4, num_heads: 4, max_length: max_length,
+    dropout: 0.1, attention_dropout: 0.1,
+  },
+  layers:: {
+    backbone: null,
+    mwa: { type: 'mwa', num_heads: 4, pool_over: 'query', dropout: 0.1 },
+    hrmf: { type: 'hrmf', num_heads: 4, word_dim: 200, normalization: 'softmax', dropout: 0.1 },
+  },
+  lattices:: { backbone: null, mwa: $.mwa_lattice, hrmf: $.hrmf_lattice, big: $.big_lattice },
+
+  head(d, variant):: if d.task == 'mrc' then { type: 'span', max_answer_length: 64 }
+                     else { type: 'classifier', pooling: if variant == 'big' then 'mean' else 'cls' },
+
+  model(d, variant):: {
+    // MWA on MRC adds its input H (as the released code): pooled rows make the characters of a
+    // word identical otherwise, and a span boundary inside a segmenter's word could not be found
+    local layer = if variant == 'big' || variant == 'backbone' then null
+                  else $.layers[variant] + (if variant == 'mwa' && d.task == 'mrc' then { add_input: true } else {}),
+    type: d.model,
+    max_length: d.max_length,
+    embedder: if variant == 'big' then { type: 'char_bigram', char_dim: 256, bigram_dim: 0, dropout: 0.1 }
+              else $.backbone(d.max_length),
+    [if variant == 'big' then 'encoder' else null]: {
+      type: 'big', num_layers: 2, num_heads: 4, hidden_size: 256, dropout: 0.1,
+    },
+    [if variant != 'big' && variant != 'backbone' then 'encoder' else null]: layer,
+    head: $.head(d, variant),
+    [if d.task != 'mrc' then 'labels' else null]: d.labels,
+    [if d.task == 'mrc' then 'max_query_length' else null]: 64,
+    [if d.task == 'mrc' then 'doc_stride' else null]: 128,
+  },
+
+  trainer(epochs=10, lr=5e-4, metric='+accuracy'):: {
+    num_epochs: epochs,
+    optimizer: { type: 'adamw', lr: lr, weight_decay: 0.01 },
+    scheduler: { type: 'linear_warmup', warmup_fraction: 0.1 },
+    grad_clipping: 1.0,
+    patience: 3,
+    validation_metric: metric,
+  },
+
+  // A complete spec: dataset name x variant (backbone | mwa | hrmf | big).
+  spec(dataset, variant, epochs=10, lr=5e-4, batch_size=32)::
+    local d = $.datasets[dataset];
+    local lattice = $.lattices[variant];
+    local with_lattice(reader) = reader + (if lattice == null then {} else { lattice_builder: lattice });
+    {
+    task: d.task,
+    dataset: d.name,
+    dataset_reader: with_lattice(d.reader),
+    [if std.objectHas(d, 'dev_reader') then 'validation_dataset_reader']: with_lattice(d.dev_reader),
+    train_data_path: d.train,
+    validation_data_path: d.dev,
+    test_data_path: d.test,
+    data_loader: { batch_size: batch_size },
+    model: $.model(d, variant),
+    trainer: $.trainer(epochs, lr, if d.task == 'mrc' then '+f1' else '+accuracy'),
+    seed: 13,
+  },
+}

@@ -1,0 +1,6 @@
+// CMRC 2018 span extraction, EM/F1 (CMRC way); 384-position windows, stride 128.
+// Model: backbone + MWA (word-aligned attention over jieba, snownlp and lac segmentations, gated fusion).
+// MLflow experiment: mrc/cmrc2018. Defaults in ../lib/sentence.libsonnet.
+local sentence = import '../lib/sentence.libsonnet';
+
+sentence.spec('cmrc2018', 'mwa', epochs=5, lr=3e-4, batch_size=16)

@@ -1,0 +1,155 @@
+"""Classifier and pair classifier (backbone, +MWA, +HRMF): packing, overfitting 20 examples through
+``train_experiment``, labels outside the label set, over-long inputs."""
+import numpy as np
+import pytest
+import torch
+
+from multigrain.components.lattice.types import Lattice
+from multigrain.components.models.classifier import CLS, SEP, Classifier, Part, fit_lengths, pack
+from multigrain.platform.data import Instance
+from multigrain.platform.errors import DataError
+from multigrain.platform.experiment import train_experiment
+from multigrain.platform.vocab import Vocabulary
+from tests.conftest import DATA
+
+#: seg_ids rows [voted, jieba, snownlp]: MWA uses all three, HRMF the voted one
+BUILDER = {"type": "voting", "segmenters": ["jieba", "snownlp"], "keep_all": True}
+LAYERS = {
+    "backbone": None,
+    "mwa": {"type": "mwa", "num_heads": 2, "dropout": 0.0},
+    "hrmf": {"type": "hrmf", "num_heads": 2, "word_dim": 16, "dropout": 0.0},
+}
+
+
+def tiny_spec(model_type, reader, train, dev, layer, cache_dir, epochs=30, lr=1e-3, metric="+accuracy",
+              batch_size=5, **model_options):
+    reader = dict(reader, cache_dir=cache_dir)
+    if LAYERS[layer] is not None:
+        reader["lattice_builder"] = BUILDER
+    model = {"type": model_type, "max_length": 40,
+             "embedder": {"type": "char_transformer", "hidden_size": 32, "num_layers": 2, "num_heads": 2,
+                          "max_length": 64, "dropout": 0.0, "attention_dropout": 0.0},
+             **model_options}
+    if LAYERS[layer] is not None:
+        model["encoder"] = LAYERS[layer]
+    return {"task": "test", "dataset": "tiny", "dataset_reader": reader, "train_data_path": train,
+            "validation_data_path": dev, "data_loader": {"batch_size": batch_size}, "model": model,
+            "trainer": {"num_epochs": epochs, "optimizer": {"type": "adam", "lr": lr}, "validation_metric": metric},
+            "seed": 3}
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("lattice-cache"))
+
+
+@pytest.fixture(scope="module")
+def senti_file(tmp_path_factory):
+    lines = (DATA / "chnsenticorp" / "train.tsv").read_text(encoding="utf-8").splitlines()[:21]
+    path = tmp_path_factory.mktemp("senti") / "twenty.tsv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def bq_file(tmp_path_factory):
+    lines = (DATA / "bq_corpus" / "train.txt").read_text(encoding="utf-8").splitlines()[:400]
+    picked = [x for x in lines if x.endswith("_!_1")][:10] + [x for x in lines if x.endswith("_!_0")][:10]
+    path = tmp_path_factory.mktemp("bq") / "twenty.txt"
+    path.write_text("\n".join(picked) + "\n", encoding="utf-8")
+    return str(path)
+
+
+# ------------------------------------------------------------------------------------- packing
+def test_pack_shifts_words_and_segmentations():
+    a = Lattice.from_words("北京大学", [(0, 1), (2, 3)], seg_ids=np.array([[0, 0, 1, 1], [0, 0, 0, 0]]))
+    b = Lattice.from_words("很好", [(0, 1)], seg_ids=np.array([[0, 0], [0, 1]]))
+    packed = pack([CLS, Part(a.chars, a, 1, 4), SEP, Part(b.chars, b), SEP])  # a cut to 京大学
+    assert packed.tokens == [CLS, "京", "大", "学", SEP, "很", "好", SEP]
+    assert packed.segments == [0, 0, 0, 0, 0, 1, 1, 1]
+    assert packed.special == [True, False, False, False, True, False, False, True]
+    lat = packed.lattice
+    lat.validate()
+    assert lat.words() == [(2, 3, "大学"), (5, 6, "很好")]  # 北京 lost its first character: dropped
+    assert lat.seg_ids.tolist() == [[0, 1, 2, 2, 3, 4, 4, 5], [0, 1, 1, 1, 2, 3, 4, 5]]
+    plain = pack([CLS, Part(list("问题"), None), SEP, Part(b.chars, b), SEP], second_segment_after=1)
+    assert plain.lattice.seg_ids.tolist() == [[0, 1, 2, 3, 4, 4, 5], [0, 1, 2, 3, 4, 5, 6]]
+    assert pack([CLS, Part(list("问题"), None), SEP]).lattice is None
+
+
+def test_truncation_is_cut_at_the_end_or_an_error():
+    assert fit_lengths([30], 8) == [8]
+    assert fit_lengths([3, 30], 10) == [3, 7]
+    assert fit_lengths([30, 2], 10) == [8, 2]
+    assert fit_lengths([9, 8], 9) == [5, 4]
+    vocab = Vocabulary({"chars": ["@@PAD@@", "@@UNK@@", CLS, SEP] + list("一二三四五六七八九十"), "labels": ["0", "1"]})
+    from multigrain.components.encoders.char_transformer import CharTransformer
+
+    def embedder():
+        return CharTransformer(vocab, hidden_size=16, num_layers=1, num_heads=2, max_length=32)
+
+    model = Classifier(vocab, embedder(), max_length=6)
+    text = list("一二三四五六七八九十")
+    batch = model.tensorize([Instance({"chars": text, "label": "1"}, source=("long.tsv", 7))])
+    assert batch["chars"].tolist() == [vocab.indices("chars", [CLS, "一", "二", "三", "四", SEP])]
+    strict = Classifier(vocab, embedder(), max_length=6, truncate=False)
+    with pytest.raises(DataError, match=r"long\.tsv:7: 12 positions .* more than max_length 6"):
+        strict.tensorize([Instance({"chars": text, "label": "1"}, source=("long.tsv", 7))])
+
+
+# ------------------------------------------------------------------------------------- overfitting
+@pytest.mark.parametrize("layer", ["backbone", "mwa", "hrmf"])
+def test_classifier_overfits_twenty_examples(tmp_path, senti_file, cache_dir, layer):
+    spec = tiny_spec("classifier", {"type": "chnsenticorp"}, senti_file, senti_file, layer, cache_dir)
+    result = train_experiment(spec, tmp_path / "run")
+    assert result["validation"]["accuracy"] == 1.0, result["history"][-1]
+    assert result["validation"]["macro_f1"] == 1.0
+
+
+@pytest.mark.parametrize("layer", ["backbone", "mwa", "hrmf"])
+def test_pair_classifier_overfits_twenty_pairs(tmp_path, bq_file, cache_dir, layer):
+    spec = tiny_spec("pair_classifier", {"type": "bq_corpus"}, bq_file, bq_file, layer, cache_dir)
+    result = train_experiment(spec, tmp_path / "run")
+    assert result["validation"]["accuracy"] == 1.0, result["history"][-1]
+
+
+def test_classifier_on_a_local_hf_transformer(tmp_path, senti_file):
+    from transformers import BertConfig, BertModel
+
+    chars = sorted({c for line in open(senti_file, encoding="utf-8") for c in line.strip()})
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + chars
+    model_dir = tmp_path / "bert"
+    model_dir.mkdir()
+    (model_dir / "vocab.txt").write_text("\n".join(tokens) + "\n", encoding="utf-8")
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(tokens), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=64, hidden_dropout_prob=0.0,
+                         attention_probs_dropout_prob=0.0)).save_pretrained(model_dir)
+    spec = tiny_spec("classifier", {"type": "chnsenticorp"}, senti_file, senti_file, "backbone", str(tmp_path / "c"))
+    spec["model"]["embedder"] = {"type": "hf_transformer", "model_path": str(model_dir)}
+    result = train_experiment(spec, tmp_path / "run")
+    assert result["validation"]["accuracy"] == 1.0, result["history"][-1]
+
+
+# ------------------------------------------------------------------------------------- bad labels
+def test_label_outside_the_label_set_names_file_and_line(tmp_path, senti_file):
+    from multigrain.platform.archive import load_archive
+    from multigrain.platform.experiment import batches_for
+    from multigrain.platform.batching import DataLoaderConfig
+    from multigrain.platform.training import evaluate
+
+    spec = tiny_spec("classifier", {"type": "chnsenticorp"}, senti_file, senti_file, "backbone",
+                     str(tmp_path / "c"), epochs=1)
+    train_experiment(spec, tmp_path / "run")
+    bad = tmp_path / "eval.tsv"
+    bad.write_text("label\ttext_a\n1\t很好\n2\t一般般\n", encoding="utf-8")
+    archive = load_archive(tmp_path / "run")
+    batches = batches_for(archive.model, archive.read(str(bad)), DataLoaderConfig(batch_size=4), 0, False)
+    with pytest.raises(DataError, match=r"eval\.tsv:3: label '2' is not in the label set \(0, 1\)"):
+        evaluate(archive.model, batches, archive.device)
+
+    # a label set fixed in the spec catches it during training's own evaluation too
+    fixed = tiny_spec("classifier", {"type": "chnsenticorp"}, senti_file, str(bad), "backbone",
+                      str(tmp_path / "c"), epochs=1, labels=["0", "1"])
+    with pytest.raises(DataError, match=r"eval\.tsv:3: label '2'"):
+        train_experiment(fixed, tmp_path / "fixed")
