@@ -43,7 +43,7 @@ def test_mixed_segmentation():
     ("北京，上海", ["北京上海"], 1.0, 1.0),
     ("1998年", ["1997年", "1998年"], 1.0, 1.0),                    # max over the references
     ("1997年", ["1998年"], 0.0, 0.5),                             # tokens 1997|年 vs 1998|年: P = R = 1/2
-    ("甲乙丙丁", ["甲丙丁乙"], 0.0, 0.5),                          # contiguous run 丙丁 (a subsequence would be 3)
+    ("甲乙丙丁", ["甲丙丁乙"], 0.0, 0.5),                          # contiguous 丙丁; a subsequence has 3
     ("iPhone 12 手机", ["iphone12"], 0.0, 0.0),
     ("", ["北京"], 0.0, 0.0),
     ("第三届亚洲杯", ["亚洲杯", "第三届"], 0.0, 2 * 0.5 * 1.0 / 1.5),  # 3 of 6 tokens, both references

@@ -10,7 +10,7 @@ from multigrain.platform.data import Instance
 from multigrain.platform.errors import DataError
 from multigrain.platform.experiment import train_experiment
 from multigrain.platform.vocab import Vocabulary
-from tests.conftest import DATA
+from tests.conftest import DATA, ROOT
 
 #: seg_ids rows [voted, jieba, snownlp]: MWA uses all three, HRMF the voted one
 BUILDER = {"type": "voting", "segmenters": ["jieba", "snownlp"], "keep_all": True}
@@ -82,7 +82,8 @@ def test_truncation_is_cut_at_the_end_or_an_error():
     assert fit_lengths([3, 30], 10) == [3, 7]
     assert fit_lengths([30, 2], 10) == [8, 2]
     assert fit_lengths([9, 8], 9) == [5, 4]
-    vocab = Vocabulary({"chars": ["@@PAD@@", "@@UNK@@", CLS, SEP] + list("一二三四五六七八九十"), "labels": ["0", "1"]})
+    chars = ["@@PAD@@", "@@UNK@@", CLS, SEP] + list("一二三四五六七八九十")
+    vocab = Vocabulary({"chars": chars, "labels": ["0", "1"]})
     from multigrain.components.encoders.char_transformer import CharTransformer
 
     def embedder():
@@ -153,3 +154,24 @@ def test_label_outside_the_label_set_names_file_and_line(tmp_path, senti_file):
                       str(tmp_path / "c"), epochs=1, labels=["0", "1"])
     with pytest.raises(DataError, match=r"eval\.tsv:3: label '2'"):
         train_experiment(fixed, tmp_path / "fixed")
+
+
+# ------------------------------------------------------------------------------------- specs
+SPECS = sorted((ROOT / "jsonnet_configs").glob("*/*.jsonnet"))
+
+
+@pytest.mark.parametrize("path", [p for p in SPECS if p.parent.name in ("cls", "pair", "mrc")], ids=lambda p: p.stem)
+def test_sentence_specs_validate(path, monkeypatch):
+    from multigrain.platform.config import load_spec
+    from multigrain.platform.experiment import validate_spec
+    from multigrain.platform.kinds import Encoder
+    from multigrain.platform.registry import load_all
+
+    monkeypatch.chdir(ROOT)  # the specs name ../shared/data relative to the repository root
+    spec = load_spec(path)
+    load_all()
+    if path.stem.endswith("_big") and "big" not in Encoder.registry():
+        pytest.skip("the big encoder (encoders/big.py) is not in the tree yet")
+    validate_spec(spec, str(path))
+    assert (spec["task"], spec["dataset"]) in {("cls", "chnsenticorp"), ("pair", "bq"), ("cls", "thucnews"),
+                                               ("mrc", "cmrc2018")}

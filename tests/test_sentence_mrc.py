@@ -119,7 +119,7 @@ def test_answer_offset_not_matching_its_text_is_an_error(tmp_path):
     x = Instance({"id": "q2", "question": "什么？", "context": context, "question_chars": list("什么？"),
                   "context_chars": list(context), "answers": [{"text": "首都", "answer_start": 3}]},
                  source=("made.json", 12))
-    with pytest.raises(DataError, match=r"made\.json:12: question q2: answer '首都' at answer_start=3 does not match"):
+    with pytest.raises(DataError, match=r"made\.json:12: question q2: answer '首都' at answer_start=3 does not"):
         small_reader(max_length=32, max_query_length=8).tensorize([x])
 
 

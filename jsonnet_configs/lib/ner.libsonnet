@@ -46,6 +46,8 @@ local data = '../shared/data';
     dataset_reader: d.reader + (if lattice == null then {} else { lattice_builder: lattice }),
     [if std.objectHas(d, 'dev_reader') then 'validation_dataset_reader']:
       d.dev_reader + (if lattice == null then {} else { lattice_builder: lattice }),
+    [if std.objectHas(d, 'test_reader') then 'test_dataset_reader']:
+      d.test_reader + (if lattice == null then {} else { lattice_builder: lattice }),
     train_data_path: d.train,
     validation_data_path: d.dev,
     test_data_path: d.test,

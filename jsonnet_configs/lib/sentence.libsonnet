@@ -85,9 +85,8 @@ local data = '../shared/data';
     max_length: d.max_length,
     embedder: if variant == 'big' then { type: 'char_bigram', char_dim: 256, bigram_dim: 0, dropout: 0.1 }
               else $.backbone(d.max_length),
-    [if variant == 'big' then 'encoder' else null]: {
-      type: 'big', num_layers: 2, num_heads: 4, hidden_size: 256, dropout: 0.1,
-    },
+    // the NER engineers' `big` encoder (encoders/big.py) with its own default sizes
+    [if variant == 'big' then 'encoder' else null]: { type: 'big' },
     [if variant != 'big' && variant != 'backbone' then 'encoder' else null]: layer,
     head: $.head(d, variant),
     [if d.task != 'mrc' then 'labels' else null]: d.labels,

@@ -22,8 +22,10 @@ from multigrain.platform.registry import Registrable, load_all
 
 T = TypeVar("T")
 
-#: constructor arguments filled by the platform, never read from a spec
-INJECTED = {"vocab", "model_parameters", "optimizer", "num_training_steps", "steps_per_epoch", "serialization_dir"}
+#: constructor arguments the platform passes to every level of a build (never read from a spec).
+#: Arguments known only later (an optimizer's parameters, an encoder's input size) are
+#: given to ``Lazy.construct`` instead.
+INJECTED = {"vocab"}
 
 
 class Lazy(Generic[T]):
@@ -343,34 +345,51 @@ def _choices(kind_base: type) -> str:
 
 
 def constructor_parameters(cls: type) -> tuple[dict[str, inspect.Parameter], dict[str, Any], bool]:
-    """(parameters by name, resolved type hints, accepts **kwargs) of ``cls.__init__``."""
-    init = cls.__init__
-    sig = inspect.signature(init)
+    """(parameters by name, resolved type hints, accepts unknown keys) of ``cls.__init__``.
+
+    An ``__init__`` that passes ``**kwargs`` up to its parent also takes the parent's
+    parameters (AllenNLP-style readers): the walk goes up the MRO until an ``__init__``
+    without ``**kwargs``, so a misspelt inherited key is still an error.
+    """
+    params: dict[str, inspect.Parameter] = {}
+    hints: dict[str, Any] = {}
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        if klass is object or not inspect.isfunction(init):
+            return params, hints, False
+        sig = inspect.signature(init)
+        own_hints = _type_hints(klass, init)
+        var_kw = False
+        for name, p in sig.parameters.items():
+            if name == "self" or p.kind == p.VAR_POSITIONAL:
+                continue
+            if p.kind == p.VAR_KEYWORD:
+                var_kw = True
+            elif name not in params:
+                params[name] = p
+                if name in own_hints:
+                    hints[name] = own_hints[name]
+        if not var_kw:
+            return params, hints, False
+    return params, hints, True
+
+
+def _type_hints(cls: type, init) -> dict[str, Any]:
     try:
-        hints = typing.get_type_hints(init)
+        return typing.get_type_hints(init)
     except NameError:
         # a kind named as a string (imported only under TYPE_CHECKING): resolve it by the registry
         from multigrain.platform.registry import KINDS, load_builtin
 
         load_builtin()
         try:
-            hints = typing.get_type_hints(init, localns={k.__name__: k for k in KINDS.values()})
+            return typing.get_type_hints(init, localns={k.__name__: k for k in KINDS.values()})
         except Exception as e:
             raise ConfigurationError(f"cannot read the type hints of {cls.__module__}.{cls.__qualname__}: {e}") from e
     except Exception as e:  # an unresolvable annotation is a programming error: say where
         raise ConfigurationError(f"cannot read the type hints of {cls.__module__}.{cls.__qualname__}: {e}") from e
-    params = {}
-    var_kw = False
-    for name, p in sig.parameters.items():
-        if name == "self":
-            continue
-        if p.kind == p.VAR_KEYWORD:
-            var_kw = True
-        elif p.kind == p.VAR_POSITIONAL:
-            continue
-        else:
-            params[name] = p
-    return params, hints, var_kw
 
 
 def _construct_class(cls: type, value: Any, path: str, errors: list, extras: dict, build: bool):

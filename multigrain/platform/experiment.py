@@ -20,12 +20,13 @@ class Experiment:
 
     def __init__(self, dataset_reader: Reader, train_data_path: str, model: Lazy[Model], trainer: TrainerConfig,
                  validation_data_path: Optional[str] = None, test_data_path: Optional[str] = None,
-                 validation_dataset_reader: Optional[Reader] = None,
+                 validation_dataset_reader: Optional[Reader] = None, test_dataset_reader: Optional[Reader] = None,
                  vocabulary: Optional[VocabularyConfig] = None, data_loader: Optional[DataLoaderConfig] = None,
                  task: Optional[str] = None, dataset: Optional[str] = None, seed: int = 13,
                  evaluate_on_test: bool = True, description: str = ""):
         self.dataset_reader = dataset_reader
         self.validation_dataset_reader = validation_dataset_reader or dataset_reader
+        self.test_dataset_reader = test_dataset_reader or self.validation_dataset_reader
         self.train_data_path = train_data_path
         self.validation_data_path = validation_data_path
         self.test_data_path = test_data_path
@@ -123,7 +124,7 @@ def train_experiment(spec: dict, run_dir: str | Path, resume: bool = False, stop
     started = time.time()
     train = read_all(exp.dataset_reader, exp.train_data_path)
     dev = read_all(exp.validation_dataset_reader, exp.validation_data_path)
-    test = read_all(exp.validation_dataset_reader, exp.test_data_path) if exp.evaluate_on_test else []
+    test = read_all(exp.test_dataset_reader, exp.test_data_path) if exp.evaluate_on_test else []
     if not train:
         raise ConfigurationError(f"train_data_path: {exp.train_data_path} has no examples")
     vocab = build_vocabulary(exp, model_class(spec), train, [dev, test])

@@ -118,9 +118,10 @@ class RunLogger:
 
         now = int(time.time() * 1000)
         metrics = []
-        for split in ("validation", "test"):
+        # per-epoch curves are validation_*; the best checkpoint's scores are best_validation_*
+        for split, prefix in (("validation", "best_validation"), ("test", "test")):
             for k, v in (result.get(split) or {}).items():
-                metrics.append(Metric(f"{split}_{k}", float(v), now, 0))
+                metrics.append(Metric(f"{prefix}_{k}", float(v), now, 0))
         for k in ("training_seconds", "seconds", "epochs_completed", "best_epoch"):
             if isinstance(result.get(k), (int, float)):
                 metrics.append(Metric(k, float(result[k]), now, 0))
@@ -205,7 +206,9 @@ def print_leaderboard(task: str, rows: list[dict], console=None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = console or Console()
+    import sys
+
+    console = console or (Console() if sys.stdout.isatty() else Console(width=160))
     if not rows:
         console.print(f"leaderboard {task}: no finished runs tagged leaderboard=true")
         return

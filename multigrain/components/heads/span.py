@@ -44,8 +44,8 @@ class SpanHead(Head):
     end_positions [W])``: a linear layer gives start and end logits (padding positions get a
     very low logit); the loss is the mean of the start and end cross-entropies; the best
     valid span of each row (``best_spans``) is returned as ``span_starts``, ``span_ends``,
-    ``span_scores``. Rows whose answer is not inside them are trained to point at position 0
-    (``[CLS]``), as in BERT's SQuAD recipe; decoding never returns position 0.
+    ``span_scores`` (in eval mode only). Rows whose answer is not inside them are trained to
+    point at position 0 (``[CLS]``), as in BERT's SQuAD recipe; decoding never returns position 0.
     """
 
     def __init__(self, input_dim: int, max_answer_length: int = 30, dropout: float = 0.1):
@@ -61,10 +61,10 @@ class SpanHead(Head):
                 **unused) -> dict[str, torch.Tensor]:
         logits = self.output(self.dropout(states)).masked_fill(~mask.unsqueeze(-1), -1e4)
         start_logits, end_logits = logits.unbind(-1)  # [W, n] each
-        starts, ends, scores = best_spans(start_logits.detach(), end_logits.detach(), context_mask & mask,
-                                          self.max_answer_length)
-        out = {"start_logits": start_logits, "end_logits": end_logits,
-               "span_starts": starts, "span_ends": ends, "span_scores": scores}
+        out = {"start_logits": start_logits, "end_logits": end_logits}
+        if not self.training:
+            starts, ends, scores = best_spans(start_logits, end_logits, context_mask & mask, self.max_answer_length)
+            out.update(span_starts=starts, span_ends=ends, span_scores=scores)
         if start_positions is not None and end_positions is not None:
             ce = nn.functional.cross_entropy
             out["loss"] = (ce(start_logits, start_positions) + ce(end_logits, end_positions)) / 2

@@ -110,6 +110,8 @@ def pack(pieces: Sequence[Union[str, Part]], second_segment_after: int = 1) -> P
             sources.append(lat.sources[n:][keep])
         if n_seg:
             if lat is not None and lat.seg_ids is not None and length:
+                if lat.seg_ids.shape[0] != n_seg:
+                    raise ValueError(f"texts of one example have {lat.seg_ids.shape[0]} and {n_seg} segmentations")
                 rows = lat.seg_ids[:, lo:lo + length]
                 rows = rows - rows[:, :1]
             else:

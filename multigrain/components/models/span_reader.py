@@ -76,8 +76,9 @@ class SpanReader(SentenceModel):
         for answer in x.get("answers") or []:
             text, at = answer["text"], answer["answer_start"]
             if not text or at < 0 or context[at:at + len(text)] != text:
+                there = context[max(0, at):at + len(text)]
                 raise DataError(*_where(x), f"question {x.get('id', '?')}: answer {text!r} at answer_start={at} "
-                                            f"does not match the context (there: {context[max(0, at):at + len(text)]!r})")
+                                            f"does not match the context (there: {there!r})")
             spans.append((bisect_right(starts, at) - 1, bisect_right(starts, at + len(text) - 1) - 1))
         return spans
 

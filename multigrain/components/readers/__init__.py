@@ -1,0 +1,6 @@
+"""Dataset readers (registry kind ``reader``): lazy, one Instance per example, ``source=(path, line)``.
+
+ner: resume_ner, weibo_ner, msra_ner | classification: chnsenticorp, thucnews_titles |
+pair: bq_corpus | mrc: cmrc2018, drcd | translation: tatoeba_cmn_eng, wmt_newstest, nist |
+raw_text. Shared helpers (``split_chars``, ``token_starts``) are in ``readers.text``.
+"""

@@ -7,7 +7,7 @@ from typing import Iterator, Literal, Optional
 from multigrain.components.readers.base import LatticeReader
 from multigrain.components.readers.text import in_fraction, read_lines, read_text, shorten, split_chars
 from multigrain.platform.data import Instance
-from multigrain.platform.errors import DataError
+from multigrain.platform.errors import ConfigurationError, DataError
 from multigrain.platform.kinds import Reader
 
 
@@ -74,7 +74,7 @@ class ThucNewsTitlesReader(SentenceReader):
     def __init__(self, split: Literal["all", "train", "dev"] = "all", dev_fraction: float = 0.1, **kwargs):
         super().__init__(**kwargs)
         if split not in ("all", "train", "dev"):
-            raise ValueError(f"split must be 'all', 'train' or 'dev', got {split!r}")
+            raise ConfigurationError(f"split must be 'all', 'train' or 'dev', got {split!r}")
         self.split = split
         self.dev_fraction = dev_fraction
 

@@ -28,7 +28,7 @@ from typing import Any, Iterator, Literal, Optional
 from multigrain.components.readers.classification import SentenceReader
 from multigrain.components.readers.text import read_text, split_chars
 from multigrain.platform.data import Instance
-from multigrain.platform.errors import DataError
+from multigrain.platform.errors import ConfigurationError, DataError
 from multigrain.platform.kinds import Reader
 
 _JSON_STRING = re.compile(r'("[^"\\]*(?:\\.[^"\\]*)*")\s*(:)?')
@@ -65,9 +65,9 @@ class SquadReader(SentenceReader):
     ):
         super().__init__(**kwargs)
         if on_bad_answer not in ("error", "skip", "fix"):
-            raise ValueError(f"on_bad_answer must be 'error', 'skip' or 'fix', got {on_bad_answer!r}")
+            raise ConfigurationError(f"on_bad_answer must be 'error', 'skip' or 'fix', got {on_bad_answer!r}")
         if on_empty_question not in ("error", "skip", "keep"):
-            raise ValueError(f"on_empty_question must be 'error', 'skip' or 'keep', got {on_empty_question!r}")
+            raise ConfigurationError(f"on_empty_question must be 'error', 'skip' or 'keep', got {on_empty_question!r}")
         self.on_bad_answer = on_bad_answer
         self.on_empty_question = on_empty_question
 

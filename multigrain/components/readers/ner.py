@@ -8,6 +8,7 @@ count is a DataError.
 """
 from __future__ import annotations
 
+import itertools
 import re
 import warnings
 from typing import Iterator, Literal, Optional
@@ -15,7 +16,7 @@ from typing import Iterator, Literal, Optional
 from multigrain.components.readers.base import LatticeReader
 from multigrain.components.readers.text import in_fraction, read_lines, shorten
 from multigrain.platform.data import Instance
-from multigrain.platform.errors import DataError
+from multigrain.platform.errors import ConfigurationError, DataError
 from multigrain.platform.kinds import Reader
 
 _BMES_TAG = re.compile(r"O|[BMES]-\S+")
@@ -139,7 +140,7 @@ class WeiboNerReader(CharTagReader):
     def __init__(self, entity_kind: Literal["all", "NAM", "NOM"] = "all", **kwargs):
         super().__init__(**kwargs)
         if entity_kind not in ("all", "NAM", "NOM"):
-            raise ValueError(f"entity_kind must be 'all', 'NAM' or 'NOM', got {entity_kind!r}")
+            raise ConfigurationError(f"entity_kind must be 'all', 'NAM' or 'NOM', got {entity_kind!r}")
         self.entity_kind = entity_kind
 
     def _char(self, path: str, number: int, token: str) -> str:
@@ -192,9 +193,11 @@ class MsraNerReader(CharTagReader):
     ):
         super().__init__(**kwargs)
         if split not in ("all", "train", "dev"):
-            raise ValueError(f"split must be 'all', 'train' or 'dev', got {split!r}")
+            raise ConfigurationError(f"split must be 'all', 'train' or 'dev', got {split!r}")
         if not 0.0 <= dev_fraction <= 1.0:
-            raise ValueError(f"dev_fraction must be in [0, 1], got {dev_fraction}")
+            raise ConfigurationError(f"dev_fraction must be in [0, 1], got {dev_fraction}")
+        if format not in ("auto", "sighan", "char"):
+            raise ConfigurationError(f"format must be 'auto', 'sighan' or 'char', got {format!r}")
         self.split = split
         self.dev_fraction = dev_fraction
         self.format = format
@@ -216,7 +219,7 @@ class MsraNerReader(CharTagReader):
         if fmt == "auto":
             columns = first[-1][1].split(" ") if first else []
             fmt = "char" if len(columns) == 2 and "/" not in columns[1] else "sighan"
-        rest = _chain(first, lines)
+        rest = itertools.chain(first, lines)
         if fmt == "char":
             yield from self._char_sentences(path, rest)
         else:
@@ -229,7 +232,7 @@ class MsraNerReader(CharTagReader):
             chars: list[str] = []
             tags: list[str] = []
             for chunk in line.split(" "):
-                text, slash, tag = chunk.rpartition("/")
+                text, _, tag = chunk.rpartition("/")
                 if not text:
                     if not chunk:  # the line's trailing space
                         continue
@@ -249,8 +252,3 @@ class MsraNerReader(CharTagReader):
                 else:
                     raise DataError(path, number, f"unknown tag {tag!r} in chunk {chunk!r}: expected o, nr, ns or nt")
             yield Instance({"chars": chars, "tags": tags}, source=(path, number))
-
-
-def _chain(first, rest):
-    yield from first
-    yield from rest

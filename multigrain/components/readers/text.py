@@ -35,14 +35,17 @@ def token_starts(tokens: list[str]) -> list[int]:
 
 
 def utf8_error(path: str, error: UnicodeDecodeError) -> DataError:
-    """The DataError for a file that is not valid UTF-8, naming the line of the first bad byte."""
+    """The DataError for a file that is not valid UTF-8, naming the line of the first bad byte.
+
+    The decoder's own error only knows its offset within a buffered chunk, so the file is
+    decoded again from its bytes to find the offset in the file.
+    """
     raw = Path(path).read_bytes()
     try:
         raw.decode("utf-8")
-        start = error.start  # the error came from somewhere else; best effort
-        bad = error.object[error.start:error.end] if isinstance(error.object, bytes) else b""
     except UnicodeDecodeError as e:
-        start, bad = e.start, raw[e.start:e.end]
+        error = e
+    start, bad = error.start, error.object[error.start:error.end]
     line = raw.count(b"\n", 0, start) + 1
     return DataError(path, line, f"not valid UTF-8 (byte {bad[:4]!r} at byte offset {start})")
 

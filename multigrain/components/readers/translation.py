@@ -8,7 +8,7 @@ from typing import Iterator, Literal
 from multigrain.components.readers.classification import SentenceReader
 from multigrain.components.readers.text import in_fraction, read_lines, shorten, split_chars, utf8_error
 from multigrain.platform.data import Instance
-from multigrain.platform.errors import DataError
+from multigrain.platform.errors import ConfigurationError, DataError
 from multigrain.platform.kinds import Reader
 
 
@@ -43,9 +43,9 @@ class TatoebaReader(TranslationReader):
     ):
         super().__init__(**kwargs)
         if split not in ("all", "train", "dev", "test"):
-            raise ValueError(f"split must be 'all', 'train', 'dev' or 'test', got {split!r}")
+            raise ConfigurationError(f"split must be 'all', 'train', 'dev' or 'test', got {split!r}")
         if dev_fraction < 0 or test_fraction < 0 or dev_fraction + test_fraction > 1:
-            raise ValueError("dev_fraction and test_fraction must be >= 0 and sum to at most 1")
+            raise ConfigurationError("dev_fraction and test_fraction must be >= 0 and sum to at most 1")
         self.split = split
         self.dev_fraction = dev_fraction
         self.test_fraction = test_fraction
