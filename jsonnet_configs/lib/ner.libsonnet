@@ -44,9 +44,9 @@ local data = '../shared/data';
     task: 'ner',
     dataset: dataset,
     dataset_reader: d.reader + (if lattice == null then {} else { lattice_builder: lattice }),
-    [if std.objectHas(d, 'dev_reader') then 'validation_dataset_reader']:
+    [if std.objectHas($.datasets[dataset], 'dev_reader') then 'validation_dataset_reader']:
       d.dev_reader + (if lattice == null then {} else { lattice_builder: lattice }),
-    [if std.objectHas(d, 'test_reader') then 'test_dataset_reader']:
+    [if std.objectHas($.datasets[dataset], 'test_reader') then 'test_dataset_reader']:
       d.test_reader + (if lattice == null then {} else { lattice_builder: lattice }),
     train_data_path: d.train,
     validation_data_path: d.dev,

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-QUICKSTART_SPECS = ["jsonnet_configs/ner/resume_bilstm_crf.jsonnet"]
+QUICKSTART_SPECS = ["jsonnet_configs/ner/resume_quickstart.jsonnet"]
 
 
 def _ext_vars(pairs: list[str]) -> dict[str, str]:

@@ -1,0 +1,110 @@
+// Model sections and trainers of the NER specs (jsonnet_configs/ner/<dataset>_<model>.jsonnet),
+// one per encoder, with the papers' settings where the papers give them. Every spec is
+//   ner.spec(dataset, model, trainer, batch_size, lattice)      (see ner.libsonnet)
+// and `models.spec(dataset, name)` below builds it from this file.
+//
+// No pretrained vectors are reachable here: the papers' word2vec character, bigram and word
+// embeddings (Giga-word) are replaced by randomly initialised ones of the same sizes (50 each);
+// point `*_pretrained_file` of the embedder at a .vec file to use some.
+local ner = import 'ner.libsonnet';
+
+{
+  // Lexicon lattice of every lattice model: all jieba dict.txt words of 2..10 characters.
+  lexicon:: { type: 'lexicon' },
+
+  // Embedders --------------------------------------------------------------------------------
+  char_bigram:: { type: 'char_bigram', char_dim: 50, bigram_dim: 50, dropout: 0.5 },
+  // characters = proj([char 50; bigram 50]), words = proj(word 50), both to `d`
+  lattice_embedder(d):: { type: 'lattice', output_dim: d, char_dim: 50, bigram_dim: 50, word_dim: 50, dropout: 0.5 },
+
+  // Models -----------------------------------------------------------------------------------
+  // Transformer baseline over characters (BiG paper Table IV ran it on BERT; here from scratch).
+  transformer(dataset):: {
+    type: 'tagger',
+    embedder: $.char_bigram,
+    encoder: { type: 'transformer', hidden_size: 128, num_layers: 2, num_heads: 4, dropout: 0.1,
+               attention_dropout: 0.1, positions: 'sinusoidal' },
+    head: { type: 'crf' },
+  },
+
+  // Star-Transformer baseline (Guo et al. 2019): satellites see i-1, i, i+1, e_i and the relay.
+  star(dataset):: {
+    type: 'tagger',
+    embedder: $.char_bigram,
+    encoder: { type: 'star_transformer', hidden_size: 128, num_layers: 2, num_heads: 4, dropout: 0.1,
+               attention_dropout: 0.1 },
+    head: { type: 'crf' },
+  },
+
+  // Lattice LSTM (Zhang & Yang 2018): embeddings 50 (char ⊕ bigram = 100), hidden 200 as
+  // 100 per direction (released code: bidirectional), dropout 0.5, CRF.
+  lattice_lstm(dataset):: {
+    type: 'tagger',
+    embedder: $.lattice_embedder(100),
+    encoder: { type: 'lattice_lstm', hidden_size: 100, bidirectional: true, mode: 'batched', dropout: 0.5 },
+    head: { type: 'crf' },
+  },
+
+  // PLTE (Xue et al. 2020, §5.1.3): hidden 128, 6 heads (6 x 22 = 132 inner: 128 is not a multiple
+  // of 6), dropout 0.5 on embeddings and the GRU, 0.3 in the encoder; BiGRU-CRF decoder whose GRU
+  // hidden is 200 on MSRA, 80 on Weibo, 100 otherwise. Layers and FFN size are not stated: 2, 512.
+  // Ablations (Fig. 4b): encoder.lattice=false (-LASA), encoder.porous=false (-PM), both.
+  gru_hidden:: { msra: 200, weibo: 80, resume: 100 },
+  plte(dataset):: {
+    type: 'tagger',
+    embedder: $.lattice_embedder(128),
+    encoder: { type: 'plte', hidden_size: 128, num_layers: 2, num_heads: 6, head_dim: 22, ffn_dim: 512,
+               dropout: 0.3, lattice: true, porous: true, pivot: 'mean' },
+    head: { type: 'bigru_crf', embedder_dim: 128, hidden_size: $.gru_hidden[dataset], dropout: 0.5 },
+  },
+
+  // BiG-Transformer (Shu et al. 2020): 8 heads for NER (Table I), CRF head; bipartite attention of
+  // each character over the lexicon words containing it, itself and the sentence node. The paper
+  // ran NER on BERT; here character + bigram embeddings, 2 layers of 128.
+  // Ablations (Table VI): encoder.local='none' (w/o local), encoder.global_node=false (w/o global),
+  // encoder.local='adjacent' (radical connections instead of words).
+  big(dataset):: {
+    type: 'tagger',
+    embedder: $.char_bigram,
+    encoder: { type: 'big', hidden_size: 128, num_layers: 2, num_heads: 8, dropout: 0.1, attention_dropout: 0.1,
+               'local': 'lexicon', global_node: true, include_self: true },
+    head: { type: 'crf' },
+  },
+
+  bilstm_crf(dataset):: ner.bilstm_crf,
+
+  // Trainers ---------------------------------------------------------------------------------
+  epochs:: { resume: 30, weibo: 30, msra: 10 },
+  // SGD with lr_t = lr / (1 + 0.05 epoch) and L2 1e-8, gradients clipped at 5: the Lattice LSTM
+  // code base PLTE builds on. PLTE's "weight decay of 0.05" is that code's lr_decay (an L2 of
+  // 0.05 would erase embeddings trained from scratch); eq. 7's L2 weight is its HP_l2 = 1e-8.
+  sgd(lr, epochs):: {
+    num_epochs: epochs,
+    optimizer: { type: 'sgd', lr: lr, weight_decay: 1e-8 },
+    scheduler: { type: 'inverse_time', decay: 0.05 },
+    grad_clipping: 5.0,
+    patience: 10,
+    validation_metric: '+f1',
+  },
+  trainers:: {
+    // Adam for the models the papers trained on BERT (no SGD setting to copy)
+    bilstm_crf(d):: ner.trainer(epochs=$.epochs[d], lr=2e-3),
+    transformer(d):: ner.trainer(epochs=$.epochs[d], lr=1e-3),
+    star(d):: ner.trainer(epochs=$.epochs[d], lr=1e-3),
+    big(d):: ner.trainer(epochs=$.epochs[d], lr=1e-3),
+    // PLTE: SGD lr 0.045, decay 0.05 (§5.1.3)
+    plte(d):: $.sgd(0.045, $.epochs[d]),
+    // Lattice LSTM: SGD lr 0.015 at batch size 1 (per-sentence loss); our loss is the batch mean,
+    // so with batches of 8 the rate is scaled linearly to 0.12
+    lattice_lstm(d):: $.sgd(0.12, $.epochs[d]),
+  },
+  batch_size:: { bilstm_crf: 32, transformer: 32, star: 32, big: 16, plte: 16, lattice_lstm: 8 },
+  lattice_models:: ['lattice_lstm', 'plte', 'big'],
+
+  // The whole spec of `name` on `dataset`. MSRA has sentences of up to ~1,500 characters: its
+  // training batches are capped at 6,000 characters and evaluation batches at 8 sentences.
+  spec(dataset, name)::
+    local s = ner.spec(dataset, $[name](dataset), trainer=$.trainers[name](dataset), batch_size=$.batch_size[name],
+                       lattice=if std.member($.lattice_models, name) then $.lexicon else null);
+    s + (if dataset == 'msra' then { data_loader+: { max_tokens: 6000, eval_batch_size: 8 } } else {}),
+}
