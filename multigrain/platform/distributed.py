@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import os
 import re
 import shlex
@@ -49,8 +48,13 @@ from typing import Any, Callable, Optional
 
 from multigrain.platform.errors import ConfigurationError, MultigrainError, SpecError
 
+
+class RemoteError(MultigrainError):
+    """A user-facing error raised on a worker, re-raised as a plain message: ``DataError`` and
+    ``SpecError`` take constructor arguments that pickle cannot rebuild on the driver."""
+
+
 RESOURCE_KEYS = ("num_cpus", "num_gpus", "memory", "resources", "accelerator_type")
-TERMINAL = ("FINISHED", "FAILED", "SKIPPED")
 
 
 # ---------------------------------------------------------------------------- connecting
@@ -191,8 +195,10 @@ def expand_sweep(spec: dict, grid: list[tuple[str, list]], seeds: int, name: str
     keys = [k for k, _ in grid]
     if "seed" in keys and seeds > 1:
         raise ConfigurationError("--grid seed=[...] and --seeds N > 1 both set the seed; use one of them")
-    # every key checked at once, with the first values
-    apply_overrides(spec, [f"{k}={json.dumps(v[0])}" for k, v in grid])
+    try:  # every key checked at once, with the first values
+        apply_overrides(spec, [f"{k}={json.dumps(v[0])}" for k, v in grid])
+    except SpecError as e:
+        raise SpecError([re.sub(r"^override ", "--grid ", p) for p in e.problems]) from None
     base_seed = spec.get("seed", 13)
     if isinstance(base_seed, bool) or not isinstance(base_seed, int):
         raise SpecError([f"seed: expected int, got {json.dumps(base_seed)}"])
@@ -379,7 +385,10 @@ def _trial_task(spec: dict, run_dir: str, index: int, monitor, cwd: str, hide_gp
     def on_epoch(epoch: int, record: dict) -> None:
         monitor.epoch.remote(index, epoch, record.get(metric_key))
 
-    result = run_trial(spec, run_dir, on_epoch=on_epoch)
+    try:
+        result = run_trial(spec, run_dir, on_epoch=on_epoch)
+    except MultigrainError as e:
+        raise RemoteError(str(e)) from None
     result["placement"] = {"pid": os.getpid(), "node": node, "gpu_ids": gpu_ids,
                            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
     return result
@@ -387,8 +396,10 @@ def _trial_task(spec: dict, run_dir: str, index: int, monitor, cwd: str, hide_gp
 
 def _error_text(exc: BaseException) -> str:
     cause = getattr(exc, "cause", None)
+    if isinstance(cause, MultigrainError):
+        return str(cause)
     if isinstance(cause, BaseException):
-        return f"{type(cause).__name__}: {cause}".strip()
+        return f"{type(cause).__name__.rsplit('.', 1)[-1]}: {cause}".strip()
     lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
     return lines[-1] if lines else type(exc).__name__
 
@@ -532,8 +543,9 @@ def print_summary(trials: list[Trial], console=None) -> None:
 
 
 # ---------------------------------------------------------------------------- archives
-def check_archives(run_dirs: list[str]) -> dict[str, str]:
-    """Name -> run dir for every archive (names unique and URL-safe); errors before Ray starts."""
+def check_archives(run_dirs: list[str], data_paths: tuple = ()) -> dict[str, str]:
+    """Name -> run dir for every archive (names unique and URL-safe); every missing archive or
+    data file in one error, before Ray starts."""
     problems, names = [], {}
     for rd in run_dirs:
         path = Path(rd)
@@ -546,6 +558,7 @@ def check_archives(run_dirs: list[str]) -> dict[str, str]:
         while name in names:
             name, n = f"{base}-{n}", n + 1
         names[name] = str(path.resolve())
+    problems += [f"--data {p}: file not found" for p in data_paths if not Path(p).is_file()]
     if problems:
         raise ConfigurationError("\n".join(problems))
     return names
@@ -637,14 +650,27 @@ class ArchiveEvaluator:
         from multigrain.platform.training import evaluate
 
         os.environ["MULTIGRAIN_QUIET"] = "1"
-        if run_dir not in self.archives:
-            self.archives[run_dir] = load_archive(run_dir)
-        archive = self.archives[run_dir]
-        instances = archive.read(data_path)
+        try:
+            if run_dir not in self.archives:
+                self.archives[run_dir] = load_archive(run_dir)
+            archive = self.archives[run_dir]
+            instances = archive.read(data_path)
+        except MultigrainError as e:
+            raise RemoteError(str(e)) from None
         batches = batches_for(archive.model, instances, DataLoaderConfig(batch_size=batch_size), 0, False)
         metrics = evaluate(archive.model, batches, archive.device, desc=f"evaluate {data_path}")
         return {"run_dir": run_dir, "data": data_path, "examples": len(instances), "metrics": metrics,
                 "leaderboard_metric": getattr(archive.model, "leaderboard_metric", None), "pid": os.getpid()}
+
+
+def evaluator_pool(n: int, num_cpus: float = 1.0, num_gpus: float = 0.0, max_restarts: int = 2) -> list:
+    """``n`` evaluator actors; one that dies is restarted (archives reloaded on demand) and the
+    call it was running is retried."""
+    import ray
+
+    cls = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus, max_restarts=max_restarts,
+                     max_task_retries=max_restarts)(ArchiveEvaluator)
+    return [cls.remote() for _ in range(n)]
 
 
 def evaluate_all(run_dirs: list[str], data_paths: list[str], actors: Optional[int] = None, num_cpus: float = 1.0,
@@ -654,19 +680,14 @@ def evaluate_all(run_dirs: list[str], data_paths: list[str], actors: Optional[in
     import ray
     from ray.exceptions import RayError
 
-    missing = [p for p in data_paths if not Path(p).exists()]
-    if missing:
-        raise ConfigurationError(f"--data: file not found: {', '.join(missing)}")
-    named = check_archives(run_dirs)
+    named = check_archives(run_dirs, data_paths)
     gpus = _gpus_per_model(num_gpus)
     cluster = cluster_resources()
     limit = [len(named), max(1, int(cluster.get("CPU", 1) // max(num_cpus, 1e-9)))]
     if gpus > 0:
         limit.append(max(1, int(cluster.get("GPU", 0) // gpus)))
-    n = max(1, min(actors or len(named), *limit))
-    cls = ray.remote(num_cpus=num_cpus, num_gpus=gpus, max_restarts=max_restarts,
-                     max_task_retries=max_restarts)(ArchiveEvaluator)
-    pool = [cls.remote() for _ in range(n)]
+    pool = evaluator_pool(max(1, min(actors or len(named), *limit)), num_cpus, gpus, max_restarts)
+    n = len(pool)
     jobs = {}
     for i, run_dir in enumerate(named.values()):
         for data in data_paths:
@@ -731,14 +752,39 @@ def print_evaluations(rows: list[dict], console=None) -> None:
 
 
 # ---------------------------------------------------------------------------- cluster jobs
-def job_client(address: str):
+def auth_headers() -> Optional[dict]:
+    """The Ray token as an HTTP header, found where Ray looks (``RAY_AUTH_TOKEN``,
+    ``RAY_AUTH_TOKEN_PATH``, ``~/.ray/auth_token``) - the rule ``ray start`` applies: a token
+    that exists is used unless ``RAY_AUTH_MODE`` says otherwise (then Ray's client decides)."""
+    if os.environ.get("RAY_AUTH_MODE"):
+        return None
+    token = os.environ.get("RAY_AUTH_TOKEN", "").strip()
+    if not token:
+        path = Path(os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token")
+        try:
+            token = path.read_text().strip()
+        except OSError:
+            return None
+    return {"Authorization": f"Bearer {token}"} if token else None
+
+
+def _jobs_api(address: str):
     from ray.job_submission import JobSubmissionClient
+
+    return JobSubmissionClient(address, headers=auth_headers())
+
+
+def job_client(address: str):
+    from ray.exceptions import AuthenticationError
 
     if not address.startswith(("http://", "https://")):
         raise ConfigurationError(f"--address {address}: the Jobs API address is the head's dashboard URL, "
                                  f"e.g. http://HEAD:8265")
     try:
-        return JobSubmissionClient(address)
+        return _jobs_api(address)
+    except AuthenticationError:
+        raise ConfigurationError(f"--address {address}: the cluster wants its auth token: put it in "
+                                 f"~/.ray/auth_token or RAY_AUTH_TOKEN (see `ray get-auth-token`)") from None
     except (ConnectionError, RuntimeError, ValueError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ConfigurationError(f"--address {address}: cannot reach the Ray Jobs API ({first}); is the head's "
@@ -749,9 +795,12 @@ def submission_id(digest: str) -> str:
     return f"multigrain-{digest[:16]}"
 
 
-def job_entrypoint(spec: dict, name: str, run_dir: Optional[str] = None, tracking_uri: Optional[str] = None) -> str:
-    """The job's shell command: write the resolved spec (shipped inline, ASCII JSON) next to the
-    job's working directory, then ``multigrain train`` it."""
+def job_entrypoint(spec: dict, name: str, run_dir: Optional[str] = None, tracking_uri: Optional[str] = None,
+                   cwd: Optional[str] = None) -> str:
+    """The job's shell command: (``cd`` to ``cwd``,) write the resolved spec - shipped inline as
+    ASCII JSON - under ``.multigrain/jobs/``, then ``multigrain train`` it. Relative paths in the
+    spec (data, run dir) are relative to that directory: ``cwd``, else the runtime env's
+    ``working_dir``, else where the cluster runs job drivers."""
     from multigrain.platform.config import spec_hash
 
     digest = spec_hash(spec)
@@ -761,7 +810,13 @@ def job_entrypoint(spec: dict, name: str, run_dir: Optional[str] = None, trackin
     train = ["multigrain", "train", spec_file, "-s", run_dir]
     if tracking_uri:
         train += ["--tracking-uri", tracking_uri]
-    return (f"mkdir -p .multigrain/jobs && printf '%s' {shlex.quote(text)} > {spec_file} && "
+    prefix = ""
+    if cwd:
+        home, _, rest = cwd.partition("/") if cwd.startswith("~") else ("", "", cwd)
+        if home not in ("", "~"):
+            raise ConfigurationError(f"--cwd {cwd}: only ~/... is expanded; give an absolute path")
+        prefix = f"cd {'~/' if home else ''}{shlex.quote(rest) if rest else ''} && "
+    return (f"{prefix}mkdir -p .multigrain/jobs && printf '%s' {shlex.quote(text)} > {spec_file} && "
             + " ".join(shlex.quote(a) for a in train))
 
 
@@ -771,7 +826,7 @@ def _status_text(status) -> str:
 
 def submit_job(address: str, spec: dict, name: str, runtime_env: Optional[dict] = None,
                run_dir: Optional[str] = None, tracking_uri: Optional[str] = None, num_cpus: float = 1,
-               num_gpus: float = 0, retry_failed: bool = False) -> tuple[str, bool, str]:
+               num_gpus: float = 0, retry_failed: bool = False, cwd: Optional[str] = None) -> tuple[str, bool, str]:
     """Submit ``multigrain train`` of a resolved spec; the submission id is derived from the
     spec hash, so a second submission finds the first job instead of starting another.
     Returns (submission id, whether a job was started now, its status)."""
@@ -780,8 +835,10 @@ def submit_job(address: str, spec: dict, name: str, runtime_env: Optional[dict] 
     client = job_client(address)
     digest = spec_hash(spec)
     sid = submission_id(digest)
-    kwargs = dict(entrypoint=job_entrypoint(spec, name, run_dir, tracking_uri), submission_id=sid,
-                  runtime_env=runtime_env or None, metadata={"spec_hash": digest, "spec": name},
+    runtime_env = dict(runtime_env or {})
+    runtime_env["env_vars"] = {"MULTIGRAIN_QUIET": "1", **(runtime_env.get("env_vars") or {})}  # no progress bars
+    kwargs = dict(entrypoint=job_entrypoint(spec, name, run_dir, tracking_uri, cwd), submission_id=sid,
+                  runtime_env=runtime_env, metadata={"spec_hash": digest, "spec": name},
                   entrypoint_num_cpus=num_cpus, entrypoint_num_gpus=num_gpus or None)
     try:
         client.submit_job(**kwargs)
@@ -916,19 +973,16 @@ class LocalHead:
         return head
 
     def wait_ready(self, timeout: float) -> None:
-        import urllib.request
-
+        """Until the Jobs API answers (the client carries the cluster's auth token)."""
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"ray start exited with {self.process.returncode}: {self.read_log()[-2000:]}")
             try:
-                with urllib.request.urlopen(f"{self.dashboard_url}/api/version", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
-            time.sleep(0.5)
+                _jobs_api(self.dashboard_url).list_jobs()
+                return
+            except (ConnectionError, RuntimeError, OSError, ValueError):
+                time.sleep(0.5)
         raise TimeoutError(f"the Ray head did not come up in {timeout:.0f} s: {self.read_log()[-2000:]}")
 
     def read_log(self) -> str:

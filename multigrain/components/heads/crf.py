@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+import numpy as np
 import torch
 from torch import nn
 from torchcrf import CRF
@@ -25,21 +26,22 @@ def viterbi_decode(emissions: torch.Tensor, mask: torch.Tensor, transitions: tor
                    allowed: Optional[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = None) -> torch.Tensor:
     """Best tag path of every sentence: LongTensor ``[B, n]``, 0 on padded positions.
 
-    ``emissions`` [B, n, K]; ``mask`` [B, n] bool, padding at the end, ``mask[:, 0]`` all True;
+    ``emissions`` [B, n, K] (any float dtype; half precision is decoded in float32); ``mask``
+    [B, n] bool, padding at the end, ``mask[:, 0]`` all True;
     ``transitions`` [K, K] (from i to j), ``start``/``end`` [K] (torchcrf's parameters);
     ``allowed``: optional bool (start_ok [K], end_ok [K], trans_ok [K, K]) whose False entries
     score :data:`FORBIDDEN`.
 
     Same arithmetic, hence the same paths (ties to the lowest tag), as ``torchcrf.CRF.decode``,
-    but with no host sync and far fewer tensor ops:
+    with no host sync and few tensor ops (small ops cost their dispatch, not their size):
 
-    - the forward loop does three ops per step and keeps only the max (``amax``, which is
-      vectorised, unlike ``max``'s indices) in a preallocated ``[n, K, B]`` buffer whose
-      layout puts the reduced axis outermost;
-    - backpointers are then recovered for all steps at once as the first previous tag whose
-      candidate score equals the step's max (float ops only), and padded steps become the
-      identity map so every row can be traced back from position n-1;
-    - backtracking is one ``gather`` per step into a preallocated buffer.
+    - the forward loop keeps only the max (``amax`` is vectorised, ``max``'s indices are not):
+      three ops per step, writing into a preallocated ``[n, K, B]`` buffer;
+    - backpointers are then recovered for all steps at once, vectorised, as the lowest
+      previous tag whose candidate equals the step's max; padded steps become identity maps,
+      so every row is traced back from position n-1;
+    - backtracking is one ``gather`` per step into a preallocated buffer (numpy indexing on
+      the CPU).
     """
     with torch.no_grad():
         em = emissions.detach()
@@ -56,55 +58,100 @@ def viterbi_decode(emissions: torch.Tensor, mask: torch.Tensor, transitions: tor
         B, n, K = em.shape
         if n == 0:
             return torch.zeros(B, 0, dtype=torch.long, device=device)
-        # [n, K, B]; padded emissions zeroed so the scores run on past a row's end stay finite
-        e = em.masked_fill(~mask.unsqueeze(2), 0).permute(1, 2, 0).contiguous()
+        # [n, K, B]. Scores past a row's end are computed too but never used (their pointers
+        # become the identity), so padded emissions may hold anything, even NaN.
+        e = em.permute(1, 2, 0).contiguous()
         scores = _forward_scores(e, trans, start)
-        history = _backpointers(scores, e, trans, mask)
+        pointers = _backpointers(scores, e, trans, mask)
         lengths = mask.sum(1)
         final = scores[lengths - 1, :, torch.arange(B, device=device)] + end  # [B, K]
-        path = torch.empty(n, 1, B, dtype=torch.long, device=device)
-        steps, pointers = path.unbind(0), history.unbind(0)
-        torch.argmax(final, 1, keepdim=True, out=steps[n - 1].view(B, 1))
-        gather = torch.gather
-        for t in range(n - 1, 0, -1):
-            gather(pointers[t - 1], 0, steps[t], out=steps[t - 1])
-        return path.view(n, B).t().masked_fill(~mask, 0)
+        path = _backtrack(pointers, final.argmax(1))  # [n, B]
+        return path.t().masked_fill(~mask, 0)
 
 
 def _forward_scores(e: torch.Tensor, trans: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
     """Viterbi scores ``[n, K, B]``: best score of a path ending in tag j at step i (rows past a
-    sentence's end are meaningless). e [n, K, B]."""
+    sentence's end are meaningless). e [n, K, B].
+
+    The buffer starts as a copy of the emissions and each step adds its max into its row
+    (``e + m`` is ``m + e`` bit for bit). Even rows are viewed as [K, 1, B], odd ones as
+    [1, K, B]: the reduced axis alternates, so the view a step writes is the one the next reads.
+    """
     n, K, B = e.shape
-    scores = torch.empty(n, K, B, dtype=e.dtype, device=e.device)
-    rows, rows_prev, e_rows = scores.unbind(0), scores.unsqueeze(2).unbind(0), e.unbind(0)
-    torch.add(start.unsqueeze(1), e_rows[0], out=rows[0])
-    candidates = torch.empty(K, K, B, dtype=e.dtype, device=e.device)  # [prev, cur, B]
-    trans_b = trans.unsqueeze(2)
+    scores = e.clone()
+    rows: list = [None] * n
+    rows[0::2] = scores[0::2].unsqueeze(2).unbind(0)  # [K, 1, B]
+    rows[1::2] = scores[1::2].unsqueeze(1).unbind(0)  # [1, K, B]
+    rows[0].add_(start.view(K, 1, 1))
+    candidates = torch.empty(K, K, B, dtype=e.dtype, device=e.device)
+    best = (torch.empty(1, K, B, dtype=e.dtype, device=e.device), torch.empty(K, 1, B, dtype=e.dtype, device=e.device))
+    trans_from_first = trans.unsqueeze(2)  # [prev, cur, 1]
+    trans_from_second = trans.t().unsqueeze(2)  # [cur, prev, 1]
     add, amax = torch.add, torch.amax
     for i in range(1, n):
-        add(rows_prev[i - 1], trans_b, out=candidates)
-        amax(candidates, 0, out=rows[i])
-        rows[i].add_(e_rows[i])  # max_k fl(a_k + e) == fl(max_k a_k + e): fl is monotone
+        if i % 2:  # previous row [K, 1, B]: reduce axis 0 into [1, K, B]
+            add(rows[i - 1], trans_from_first, out=candidates)
+            amax(candidates, 0, True, out=best[0])
+            rows[i].add_(best[0])  # max_k fl(a_k + e) == fl(max_k a_k + e): fl is monotone
+        else:  # previous row [1, K, B]: reduce axis 1 into [K, 1, B]
+            add(rows[i - 1], trans_from_second, out=candidates)
+            amax(candidates, 1, True, out=best[1])
+            rows[i].add_(best[1])
     return scores
 
 
 def _backpointers(scores: torch.Tensor, e: torch.Tensor, trans: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """``[n-1, K, B]`` long: the lowest previous tag k whose candidate
-    ``(scores[i-1, k] + trans[k, j]) + e[i, j]`` equals ``scores[i, j]``; identity on padding."""
+    """``[n-1, K, B]`` int32 (int64 for float64 scores): the lowest previous tag k whose candidate
+    ``(scores[i-1, k] + trans[k, j]) + e[i, j]`` equals ``scores[i, j]``; identity on padding.
+
+    ``candidate - max`` is +0 at a max and negative elsewhere. Read as a signed integer of the
+    same width, +0 is 0 and a negative float is far below -K (its sign bit is set), so adding
+    the weight K-k and taking the max over k gives K minus the lowest maximising k: integer
+    add and max, no comparison op and no argmax (both are slow on the CPU)."""
     n, K, B = scores.shape
-    weight = torch.arange(K, 0, -1, dtype=scores.dtype, device=scores.device).view(K, 1, 1, 1)
-    history = torch.empty(max(n - 1, 0), K, B, dtype=scores.dtype, device=scores.device)
+    int_type = {4: torch.int32, 8: torch.int64}[scores.element_size()]
+    weight = torch.arange(K, 0, -1, dtype=int_type, device=scores.device).view(K, 1, 1, 1)
+    best_weight = torch.empty(max(n - 1, 0), K, B, dtype=int_type, device=scores.device)
     chunk = max(1, _CHUNK_ELEMENTS // (K * K * B))
     for lo in range(1, n, chunk):
         hi = min(n, lo + chunk)
         cand = scores[lo - 1:hi - 1].transpose(0, 1).unsqueeze(2) + trans.view(K, 1, K, 1)  # [Kp, t, Kn, B]
         cand += e[lo:hi].unsqueeze(0)
-        # 0 where the candidate is the max, -1 elsewhere; weight K-k then picks the lowest k
-        cand.sub_(scores[lo:hi]).sign_().add_(1).mul_(weight)
-        torch.amax(cand, 0, out=history[lo - 1:hi - 1])
-    pointers = (K - history).long()
-    identity = torch.arange(K, device=scores.device).view(1, K, 1)
+        bits = cand.sub_(scores[lo:hi]).view(int_type)
+        torch.amax(bits.add_(weight), 0, out=best_weight[lo - 1:hi - 1])
+    pointers = (K - best_weight).clamp_(0, K - 1)  # the clamp only matters for NaN inputs
+    identity = torch.arange(K, dtype=int_type, device=scores.device).view(1, K, 1)
     return torch.where(mask[:, 1:].t().unsqueeze(1), pointers, identity)
+
+
+def _backtrack(pointers: torch.Tensor, last: torch.Tensor) -> torch.Tensor:
+    """Tags ``[n, B]`` from ``pointers`` [n-1, K, B] (tag at t given the tag at t+1) and the
+    tag at n-1 ``last`` [B]: one gather per step into a preallocated buffer (on the CPU, numpy
+    indexing on the same memory, which needs no per-step tensor views: half the time)."""
+    if pointers.device.type == "cpu":
+        return torch.from_numpy(_backtrack_numpy(pointers.numpy(), last.numpy()))
+    return _backtrack_gather(pointers.long(), last)
+
+
+def _backtrack_gather(pointers: torch.Tensor, last: torch.Tensor) -> torch.Tensor:
+    n, B = pointers.shape[0] + 1, last.shape[0]
+    path = torch.empty(n, 1, B, dtype=torch.long, device=last.device)
+    steps, maps = path.unbind(0), pointers.unbind(0)
+    steps[n - 1].copy_(last.view(1, B))
+    gather = torch.gather
+    for t in range(n - 1, 0, -1):
+        gather(maps[t - 1], 0, steps[t], out=steps[t - 1])
+    return path.view(n, B)
+
+
+def _backtrack_numpy(pointers: np.ndarray, last: np.ndarray) -> np.ndarray:
+    n, B = pointers.shape[0] + 1, last.shape[0]
+    path = np.empty((n, B), dtype=np.int64)
+    path[n - 1] = last
+    rows = np.arange(B)
+    for t in range(n - 1, 0, -1):
+        path[t - 1] = pointers[t - 1, path[t], rows]
+    return path
 
 
 @Head.register("crf")

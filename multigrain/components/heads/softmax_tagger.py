@@ -6,25 +6,47 @@ from typing import Optional
 import torch
 from torch import nn
 
+from multigrain.components.heads.crf import viterbi_decode
+from multigrain.components.tag_schemes import allowed_transitions, detect_scheme
 from multigrain.platform.kinds import Head
 
 
 @Head.register("softmax_tagger")
 class SoftmaxTaggerHead(Head):
     """``forward(states [B, n, d], mask [B, n] bool, tags [B, n] | None)`` -> ``logits`` [B, n, K],
-    ``predictions`` [B, n] (argmax, 0 on padding) and, with tags, ``loss`` (cross-entropy
-    averaged over real positions)."""
+    ``predictions`` [B, n] long (0 on padding) and, with tags, ``loss``: cross-entropy averaged
+    over the real positions of the batch.
 
-    def __init__(self, input_dim: int, labels: list[str], dropout: float = 0.0):
+    Predictions are the per-position argmax; with ``constrained`` they are instead the most
+    probable path (sum of log-softmax scores) that respects the scheme's allowed transitions.
+    """
+
+    def __init__(self, input_dim: int, labels: list[str], constrained: bool = False, scheme: Optional[str] = None,
+                 dropout: float = 0.0):
         super().__init__()
         self.labels = list(labels)
+        self.scheme = scheme or detect_scheme(self.labels)
+        self.constrained = constrained
         self.dropout = nn.Dropout(dropout)
         self.projection = nn.Linear(input_dim, len(self.labels))
+        start_ok, end_ok, trans_ok = allowed_transitions(self.labels, self.scheme)
+        self.register_buffer("start_ok", start_ok, persistent=False)
+        self.register_buffer("end_ok", end_ok, persistent=False)
+        self.register_buffer("trans_ok", trans_ok, persistent=False)
+
+    def decode(self, logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Tag ids [B, n] (0 on padding) from logits [B, n, K]."""
+        if not self.constrained:
+            return logits.detach().argmax(-1).masked_fill(~mask, 0)
+        K = logits.shape[-1]
+        zeros = logits.new_zeros(K)
+        return viterbi_decode(logits.detach().float().log_softmax(-1), mask, logits.new_zeros(K, K), zeros, zeros,
+                              (self.start_ok, self.end_ok, self.trans_ok))
 
     def forward(self, states: torch.Tensor, mask: torch.Tensor, tags: Optional[torch.Tensor] = None,
                 **unused) -> dict[str, torch.Tensor]:
         logits = self.projection(self.dropout(states))
-        out = {"logits": logits, "predictions": logits.argmax(-1).masked_fill(~mask, 0)}
+        out = {"logits": logits, "predictions": self.decode(logits, mask)}
         if tags is not None:
             out["loss"] = nn.functional.cross_entropy(logits[mask], tags[mask])
         return out

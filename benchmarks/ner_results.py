@@ -1,0 +1,183 @@
+"""NER results: train every NER spec, log each run to MLflow (``ner/<dataset>``), and write the
+``## NER results`` table of benchmarks/RESULTS.md (dev/test F1, epochs, minutes, the paper's
+number beside ours).
+
+    python benchmarks/ner_results.py [--specs resume_plte weibo_big ...] [--datasets resume ...]
+        [--models plte big ...] [--epochs N] [--max-instances N] [--results benchmarks/RESULTS.md]
+        [--runs-dir runs/ner] [--tracking-uri URI] [--cuda-device N]
+
+Each spec is one tracked training (``multigrain.platform.cli.run_tracked`` with a ``RunLogger``,
+as ``multigrain train`` does) in ``<runs-dir>/<spec>-e<epochs>[-max<N>]``; a finished run
+directory is reused and an unfinished one resumed, so the script can be re-run after an
+interruption. Rows of earlier invocations stay in the table (kept in
+``<runs-dir>/ner_results.json``); a spec trained again replaces its row. ``--max-instances``
+cuts every split (a smoke test: the table says so).
+"""
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+SECTION = "## NER results"
+DATASETS = ["resume", "weibo", "msra"]
+MODELS = ["bilstm_crf", "transformer", "star", "lattice_lstm", "plte", "plte_sgd", "big"]
+
+# Test F1 reported by the papers (DESIGN §10 and the papers' tables); "BERT" marks numbers obtained
+# on BERT representations, which we do not have (our models start from random embeddings).
+PAPER = {
+    ("resume", "plte"): "95.40 (PLTE Tab. 1)", ("msra", "plte"): "93.26 (PLTE Tab. 2)",
+    ("weibo", "plte"): "55.15 (PLTE Tab. 2)",
+    ("resume", "plte_sgd"): "95.40 (PLTE Tab. 1)", ("msra", "plte_sgd"): "93.26 (PLTE Tab. 2)",
+    ("weibo", "plte_sgd"): "55.15 (PLTE Tab. 2)",
+    ("resume", "lattice_lstm"): "94.46 (PLTE Tab. 1)", ("msra", "lattice_lstm"): "93.18 (PLTE Tab. 2)",
+    ("weibo", "lattice_lstm"): "53.13 (PLTE Tab. 2; 58.79 later)",
+    ("resume", "big"): "94.38 BERT (BiG Tab. IV)", ("msra", "big"): "96.41 BERT (BiG Tab. IV)",
+    ("weibo", "big"): "68.56 BERT (BiG Tab. IV)",
+    ("resume", "transformer"): "92.70 BERT (BiG Tab. IV)", ("msra", "transformer"): "95.67 BERT (BiG Tab. IV)",
+    ("weibo", "transformer"): "65.44 BERT (BiG Tab. IV)",
+    ("resume", "star"): "93.45 BERT (BiG Tab. IV)", ("msra", "star"): "94.43 BERT (BiG Tab. IV)",
+    ("weibo", "star"): "64.46 BERT (BiG Tab. IV)",
+    ("resume", "bilstm_crf"): "91.87 (BiG Tab. IV, LSTM)", ("msra", "bilstm_crf"): "94.41 (BiG Tab. IV, LSTM)",
+    ("weibo", "bilstm_crf"): "56.75 (BiG Tab. IV, LSTM)",
+}
+
+
+def spec_path(dataset: str, model: str) -> Path:
+    return ROOT / "jsonnet_configs" / "ner" / f"{dataset}_{model}.jsonnet"
+
+
+def prepared_spec(path: Path, epochs: int | None, max_instances: int | None, cuda_device: int | None) -> dict:
+    from multigrain.platform.config import load_spec
+
+    spec = load_spec(str(path))
+    if epochs is not None:
+        spec["trainer"]["num_epochs"] = epochs
+    if cuda_device is not None:
+        spec["trainer"]["cuda_device"] = cuda_device
+    if max_instances is not None:
+        for key in ("dataset_reader", "validation_dataset_reader", "test_dataset_reader"):
+            if key in spec:
+                spec[key]["max_instances"] = max_instances
+    return spec
+
+
+def train_one(spec: dict, run_dir: Path, tracking_uri: str | None, source: str) -> dict:
+    from multigrain.platform.cli import run_tracked
+    from multigrain.platform.tracking import RunLogger
+
+    metrics = run_dir / "metrics.json"
+    if metrics.exists():
+        done = json.loads(metrics.read_text(encoding="utf-8"))
+        if done.get("finished"):
+            return done
+    resume = (run_dir / "last.pt").exists()
+    return run_tracked(spec, run_dir, RunLogger(tracking_uri), resume=resume, source=source)
+
+
+def device_line() -> str:
+    import torch
+
+    if torch.cuda.is_available():
+        return f"GPU {torch.cuda.get_device_name(0)}"
+    return f"CPU only ({platform.machine()}, {torch.get_num_threads()} threads)"
+
+
+def pct(x) -> str:
+    return f"{100 * x:.2f}" if isinstance(x, (int, float)) else "–"
+
+
+def table(rows: dict) -> list[str]:
+    lines = ["| dataset | model | dev F1 | test F1 | paper test F1 | epochs (best) | minutes | note |",
+             "|---|---|---|---|---|---|---|---|"]
+    order = {(d, m): (i, j) for i, d in enumerate(DATASETS) for j, m in enumerate(MODELS)}
+    for key in sorted(rows, key=lambda k: order.get(tuple(k.split("_", 1)), (99, 99))):
+        r = rows[key]
+        lines.append(f"| {r['dataset']} | {r['model']} | {pct(r['dev_f1'])} | {pct(r['test_f1'])} | {r['paper']} | "
+                     f"{r['epochs']} ({r['best_epoch']}) | {r['minutes']:.1f} | {r['note']} |")
+    return lines
+
+
+def write_section(results: Path, body: list[str]) -> None:
+    """Replace (or append) the ``## NER results`` section under a lock; other sections stay."""
+    results.parent.mkdir(parents=True, exist_ok=True)
+    with open(results, "a+", encoding="utf-8") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        lines = f.read().splitlines()
+        start = next((i for i, line in enumerate(lines) if line.strip() == SECTION), None)
+        if start is None:
+            lines = (lines or ["# Benchmark results"]) + ["", SECTION] + body
+        else:
+            end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+            lines = lines[:start] + [SECTION] + body + ([""] + lines[end:] if end < len(lines) else [])
+        f.seek(0)
+        f.truncate()
+        f.write("\n".join(lines).rstrip("\n") + "\n")
+        fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--specs", nargs="*", default=None, help="spec stems, e.g. resume_plte weibo_big")
+    parser.add_argument("--datasets", nargs="*", default=None, choices=DATASETS)
+    parser.add_argument("--models", nargs="*", default=None, choices=MODELS)
+    parser.add_argument("--epochs", type=int, default=None, help="override trainer.num_epochs")
+    parser.add_argument("--max-instances", type=int, default=None, help="cut every split (smoke tests)")
+    parser.add_argument("--cuda-device", type=int, default=None, help="-1 for CPU")
+    parser.add_argument("--results", default=str(ROOT / "benchmarks" / "RESULTS.md"))
+    parser.add_argument("--runs-dir", default="runs/ner")
+    parser.add_argument("--tracking-uri", default=None)
+    args = parser.parse_args(argv)
+
+    stems = [f"{d}_{m}" for d in DATASETS for m in MODELS]
+    unknown = sorted(set(args.specs or ()) - set(stems))
+    if unknown:
+        parser.error(f"--specs: unknown spec {', '.join(unknown)}; choose from {', '.join(stems)}")
+    chosen = [(d, m) for d in DATASETS for m in MODELS
+              if (args.specs is None or f"{d}_{m}" in args.specs)
+              and (args.datasets is None or d in args.datasets) and (args.models is None or m in args.models)]
+
+    runs_dir = Path(args.runs_dir)
+    store = runs_dir / "ner_results.json"
+    rows = json.loads(store.read_text(encoding="utf-8")) if store.exists() else {}
+    for dataset, model in chosen:
+        path = spec_path(dataset, model)
+        spec = prepared_spec(path, args.epochs, args.max_instances, args.cuda_device)
+        epochs = spec["trainer"]["num_epochs"]
+        suffix = f"-max{args.max_instances}" if args.max_instances else ""
+        run_dir = runs_dir / f"{path.stem}-e{epochs}{suffix}"
+        started = time.time()
+        result = train_one(spec, run_dir, args.tracking_uri, str(path))
+        dev, test = result.get("validation") or {}, result.get("test") or {}
+        note = f"smoke test: {args.max_instances} examples per split" if args.max_instances else ""
+        rows[path.stem] = {"dataset": dataset, "model": model, "dev_f1": dev.get("f1"), "test_f1": test.get("f1"),
+                           "paper": PAPER.get((dataset, model), "–"),
+                           "epochs": result.get("epochs_completed", epochs),
+                           "best_epoch": result.get("best_epoch", "–"),
+                           "minutes": result.get("seconds", time.time() - started) / 60, "note": note,
+                           "device": device_line(), "date": time.strftime("%Y-%m-%d"), "run_dir": str(run_dir)}
+        print(f"{path.stem}: dev {json.dumps(dev)} test {json.dumps(test)}", flush=True)
+        runs_dir.mkdir(parents=True, exist_ok=True)
+        store.write_text(json.dumps(rows, indent=2, ensure_ascii=False), encoding="utf-8")
+
+    devices = sorted({f"{r['device']} ({r['date']})" for r in rows.values()})
+    body = ["", f"`python benchmarks/ner_results.py` (rows from {', '.join(devices) or '–'}); span-level micro F1 "
+                "in percent, test F1 of the epoch with the best dev F1. No pretrained embeddings are available "
+                "offline: every model starts from random character/bigram/word vectors, whereas the papers used "
+                "word2vec (PLTE, Lattice LSTM) or BERT (BiG Tab. IV: BiG, Transformer, Star-Transformer), so compare "
+                "our rows with each other. Settings and their sources: `jsonnet_configs/lib/ner_models.libsonnet`. "
+                "MLflow experiments `ner/<dataset>`.", ""]
+    write_section(Path(args.results), body + table(rows))
+    print("\n".join(table(rows)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,241 @@
+"""BiG-Transformer (Shu et al., IJCNN 2020), DESIGN §6: characters attend over a bipartite graph.
+
+Characters on one side; on the other the lexicon words of the sentence and one sentence node.
+With ``H^0 = proj(x) + P(i)`` (sinusoidal positions on characters), each layer l computes::
+
+    o_w = sum_{j in span(w)} h_j                  word states, no parameters       (eq. 4)
+    s   = mean_i(h_i) W_s^l                        the sentence node                (eq. 5)
+    U_i = [o_w for every word w containing i] (+ h_i, the character as a length-1 word)
+    h_i <- MultiHeadAtt(h_i, [U_i; s])             keys *and values* from [U_i; s]  (eqs. 6-8)
+    H   <- LayerNorm(H + attention), LayerNorm(H + FFN(H))
+
+(eq. 7 writes the values as H W^V, which cannot match the keys' length: a typo.)
+
+Flags (the paper's ablations): ``local``: ``lexicon`` (the words containing i), ``adjacent``
+(h_{i-1}, h_{i+1}, as the radical connections of Star-Transformer) or ``none``;
+``global_node`` (DESIGN's ``global``, a Python keyword, which cannot name an argument): the
+sentence node; ``include_self``: h_i itself (on by default, so with ``adjacent`` a character
+sees i-1, i, i+1).
+
+Two exact implementations of the same attention, chosen by ``attention``:
+- ``dense``: shared columns [W word slots; s] with the containment mask ``[B, n, W + 1]``
+  (``lattice.structure.containment_mask``) plus per-character columns (self, neighbours);
+  O(n * m) - fast on short sentences;
+- ``gather``: each character gathers the K words that contain it (K = the largest
+  words-per-character of the batch) into ``[B, n, K, d]``; O(n * K), for long inputs;
+- ``auto`` (default): ``dense`` up to ``dense_max_chars`` characters (128: on a CPU the gather
+  form is faster from about 256 characters, see benchmarks/ner_speed.py), ``gather`` beyond.
+Neither builds a [n, n] or [T, T] attention.
+
+Input: characters ``[B, n, d_in]`` (``char_bigram`` embedder; with the ``lattice`` embedder
+its word tokens are ignored: BiG builds word states from characters) and, for ``lexicon``,
+``batch["lattice"]`` for the word spans. Output ``[B, n, hidden_size]``, zeros at padding.
+"""
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+import torch
+from torch import nn
+
+from multigrain.components.encoders.modules import (AddNorm, FeedForward, MultiHeadAttention, PositionEmbedding,
+                                                    char_view, masked_mean)
+from multigrain.components.encoders.star_transformer import shift
+from multigrain.components.lattice.structure import containment_mask, word_slots
+from multigrain.platform.errors import ConfigurationError
+from multigrain.platform.kinds import Encoder
+
+
+# ------------------------------------------------------------------------------- structure
+class BipartiteWords:
+    """The words of a batch as BiG sees them: slot spans ``starts/ends [B, W]``, ``mask [B, W]``."""
+
+    def __init__(self, starts: torch.Tensor, ends: torch.Tensor, mask: torch.Tensor):
+        self.starts, self.ends, self.mask = starts, ends, mask
+
+    @classmethod
+    def from_lattice(cls, lattice, min_length: int = 1) -> "BipartiteWords":
+        index, mask = word_slots(lattice.is_char, lattice.mask)
+        starts, ends = lattice.starts.gather(1, index), lattice.ends.gather(1, index)
+        return cls(starts, ends, mask & (ends - starts + 1 >= min_length))
+
+    @classmethod
+    def empty(cls, batch_size: int, device) -> "BipartiteWords":
+        z = torch.zeros(batch_size, 0, dtype=torch.long, device=device)
+        return cls(z, z, z.bool())
+
+    def states(self, h: torch.Tensor) -> torch.Tensor:
+        """Word states o_w = sum of the character states of the span: ``[B, W, d]`` (eq. 4),
+        from a cumulative sum (O(n d + W d))."""
+        B, n, d = h.shape
+        prefix = torch.cat([h.new_zeros(B, 1, d), h.cumsum(1)], dim=1)  # [B, n + 1, d]
+        hi = (self.ends + 1).clamp(max=n).unsqueeze(-1).expand(-1, -1, d)
+        lo = self.starts.clamp(max=n).unsqueeze(-1).expand(-1, -1, d)
+        return (prefix.gather(1, hi) - prefix.gather(1, lo)) * self.mask.unsqueeze(-1)
+
+    def containing(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """For each character the word slots that contain it: ``(index [B, n, K], valid [B, n, K])``,
+        in slot order; K = the largest number of words over one character (at least 1).
+
+        Built from the (character, word) pairs, P = sum of word lengths, with one sort: no
+        ``[n, W]`` tensor."""
+        B, W = self.mask.shape
+        device = self.mask.device
+        if W == 0 or not bool(self.mask.any()):
+            return torch.zeros(B, n, 1, dtype=torch.long, device=device), torch.zeros(B, n, 1, dtype=torch.bool,
+                                                                                     device=device)
+        length = int(((self.ends - self.starts + 1) * self.mask).max())
+        offsets = torch.arange(length, device=device)
+        chars = self.starts.unsqueeze(-1) + offsets  # [B, W, L]
+        inside = self.mask.unsqueeze(-1) & (chars <= self.ends.unsqueeze(-1)) & (chars < n)
+        b, w, o = inside.nonzero(as_tuple=True)  # pairs, ordered by (b, w, offset)
+        key = b * n + chars[b, w, o]
+        order = torch.sort(key, stable=True).indices  # by (b, char), words in slot order
+        key, w = key[order], w[order]
+        counts = torch.bincount(key, minlength=B * n)
+        first = torch.cumsum(counts, 0) - counts
+        slot = torch.arange(key.numel(), device=device) - first[key]
+        K = int(counts.max())
+        index = torch.zeros(B * n, K, dtype=torch.long, device=device)
+        valid = torch.zeros(B * n, K, dtype=torch.bool, device=device)
+        index[key, slot] = w
+        valid[key, slot] = True
+        return index.view(B, n, K), valid.view(B, n, K)
+
+
+# ------------------------------------------------------------------------------- layer
+class BigLayer(nn.Module):
+    """One BiG-Transformer layer: bipartite attention, add & norm, FFN, add & norm."""
+
+    def __init__(self, dim: int, num_heads: int, ffn_dim: int, dropout: float, attention_dropout: float,
+                 local: str, global_node: bool, include_self: bool):
+        super().__init__()
+        self.attention = MultiHeadAttention(dim, num_heads, dropout=attention_dropout)
+        self.sentence = nn.Linear(dim, dim, bias=False) if global_node else None  # W_s of eq. 5
+        self.norm1 = AddNorm(dim, dropout)
+        self.ffn = FeedForward(dim, ffn_dim, dropout)
+        self.norm2 = AddNorm(dim, dropout)
+        self.local, self.include_self = local, include_self
+
+    def attend(self, h: torch.Tensor, char_mask: torch.Tensor, words: BipartiteWords, mode: str,
+               containment: Optional[torch.Tensor] = None,
+               containing: Optional[tuple[torch.Tensor, torch.Tensor]] = None) -> torch.Tensor:
+        """The bipartite multi-head attention of eqs. 6-8: ``[B, n, d] -> [B, n, d]``.
+
+        Keys and values are projected once per node (character, word, sentence) and then laid out
+        as columns shared by all characters ``[B, S, h*dh]`` (dense word slots, the sentence node)
+        or owned by each character ``[B, n, K, h*dh]`` (itself, its neighbours, gathered words).
+        """
+        att = self.attention
+        B, n, _ = h.shape
+        shared: list[tuple] = []  # (keys [B, S, e], values [B, S, e], allowed [B, n, S])
+        own: list[tuple] = []  # (keys [B, n, K, e], values [B, n, K, e], allowed [B, n, K])
+        kh, vh = att.k(h), att.v(h)
+        if self.include_self:
+            own.append((kh.unsqueeze(2), vh.unsqueeze(2), char_mask.unsqueeze(2)))
+        if self.local == "adjacent":
+            for by in (1, -1):
+                own.append((shift(kh, by).unsqueeze(2), shift(vh, by).unsqueeze(2),
+                            (shift(char_mask, by) & char_mask).unsqueeze(2)))
+        if self.local == "lexicon" and words.mask.shape[1]:
+            o = words.states(h)
+            ko, vo = att.k(o), att.v(o)  # [B, W, h*dh]: each word projected once
+            if mode == "dense":
+                shared.append((ko, vo, containment))
+            else:
+                index, valid = containing  # [B, n, K]
+                flat = index.view(B, -1, 1).expand(-1, -1, ko.shape[-1])
+                K = index.shape[2]
+                own.append((ko.gather(1, flat).view(B, n, K, -1), vo.gather(1, flat).view(B, n, K, -1), valid))
+        if self.sentence is not None:
+            s = self.sentence(masked_mean(h, char_mask))  # [B, 1, d]
+            shared.append((att.k(s), att.v(s), char_mask.new_ones(B, n, 1)))
+
+        def joined(parts, dim):
+            if not parts:
+                return None, None, None
+            return tuple(torch.cat(column, dim=d) for column, d in zip(zip(*parts), (dim, dim, -1)))
+
+        return att.mixed(h, *joined(shared, 1), *joined(own, 2))
+
+    def forward(self, h: torch.Tensor, char_mask: torch.Tensor, words: BipartiteWords, mode: str,
+                containment=None, containing=None) -> torch.Tensor:
+        h = self.norm1(h, self.attend(h, char_mask, words, mode, containment, containing))
+        return self.norm2(h, self.ffn(h)) * char_mask.unsqueeze(-1)
+
+
+# ------------------------------------------------------------------------------- encoder
+@Encoder.register("big")
+class BigEncoder(Encoder):
+    """Characters ``[B, n, input_dim]`` (+ lattice words) -> ``[B, n, hidden_size]``.
+
+    Paper settings (Table I): 8 heads for NER, 6 for classification; the layer count and model
+    size are not given (the NER runs used BERT): defaults 2 layers of 256 with 8 heads.
+    ``min_word_length``: words shorter than this are ignored (the lexicon builder already
+    drops single characters by default).
+    """
+
+    def __init__(self, input_dim: int, hidden_size: int = 256, num_layers: int = 2, num_heads: int = 8,
+                 ffn_dim: Optional[int] = None, dropout: float = 0.1, attention_dropout: float = 0.1,
+                 local: Literal["lexicon", "adjacent", "none"] = "lexicon", global_node: bool = True,
+                 include_self: bool = True, attention: Literal["auto", "dense", "gather"] = "auto",
+                 dense_max_chars: int = 128, min_word_length: int = 1,
+                 positions: Literal["sinusoidal", "learned", "none"] = "sinusoidal", max_length: int = 512):
+        super().__init__()
+        if local not in ("lexicon", "adjacent", "none"):
+            raise ConfigurationError(f"big: local must be 'lexicon', 'adjacent' or 'none', got {local!r}")
+        if attention not in ("auto", "dense", "gather"):
+            raise ConfigurationError(f"big: attention must be 'auto', 'dense' or 'gather', got {attention!r}")
+        if local == "none" and not global_node and not include_self:
+            raise ConfigurationError("big: local='none', global_node=false and include_self=false leave a character "
+                                     "nothing to attend to")
+        self.input_dim, self.hidden_size = input_dim, hidden_size
+        self.local, self.global_node, self.include_self = local, global_node, include_self
+        self.attention, self.dense_max_chars, self.min_word_length = attention, dense_max_chars, min_word_length
+        self.projection = nn.Linear(input_dim, hidden_size) if input_dim != hidden_size else nn.Identity()
+        self.positions = PositionEmbedding(hidden_size, positions, max_length)
+        self.dropout = nn.Dropout(dropout)
+        self.layers = nn.ModuleList(
+            BigLayer(hidden_size, num_heads, ffn_dim or 4 * hidden_size, dropout, attention_dropout, local,
+                     global_node, include_self)
+            for _ in range(num_layers))
+
+    def get_input_dim(self) -> int:
+        return self.input_dim
+
+    def get_output_dim(self) -> int:
+        return self.hidden_size
+
+    def words(self, batch: Optional[dict], batch_size: int, device) -> BipartiteWords:
+        if self.local != "lexicon":
+            return BipartiteWords.empty(batch_size, device)
+        lattice = (batch or {}).get("lattice")
+        if lattice is None:
+            raise ConfigurationError("big with local='lexicon' needs lattices: give the dataset reader a "
+                                     "lattice_builder (e.g. {type: 'lexicon'})")
+        return BipartiteWords.from_lattice(lattice, self.min_word_length)
+
+    def forward(self, inputs: torch.Tensor, mask: torch.Tensor, batch: Optional[dict] = None) -> torch.Tensor:
+        x, char_mask = char_view(inputs, mask, batch)
+        B, n, _ = x.shape
+        words = self.words(batch, B, x.device)
+        mode = self.attention if self.attention != "auto" else ("dense" if n <= self.dense_max_chars else "gather")
+        containment = containing = None
+        if self.local == "lexicon":
+            if mode == "dense":
+                containment = self.containment(batch, words, char_mask)
+            else:
+                containing = words.containing(n)
+        positions = torch.arange(n, device=x.device).expand(B, n)
+        h = self.dropout(self.projection(x) + self.positions(positions)) * char_mask.unsqueeze(-1)
+        for layer in self.layers:
+            h = layer(h, char_mask, words, mode, containment, containing)
+        return h
+
+    def containment(self, batch: dict, words: BipartiteWords, char_mask: torch.Tensor) -> torch.Tensor:
+        """``[B, n, W]``: the word columns of the lattice package's ``containment_mask``."""
+        lattice = batch["lattice"]
+        W = words.mask.shape[1]
+        mask = containment_mask(lattice.starts, lattice.ends, lattice.is_char, lattice.mask,
+                                max_chars=char_mask.shape[1], max_words=W)[:, :, :W]
+        return mask & words.mask.unsqueeze(1)

@@ -1,0 +1,227 @@
+"""Building blocks shared by the NER encoders (transformer, star_transformer, plte, big).
+
+- ``sinusoidal_positions`` / ``PositionEmbedding``: absolute positions (sinusoidal or learned).
+- ``MultiHeadAttention``: projections ``q, k, v`` (d -> h*dh) and ``out`` (h*dh -> d) with
+  three ways of attending:
+    ``forward``      dense attention of every query over a shared key set, optional relation
+                     tables (PLTE) computed by gather/scatter, never as [B, T, T, d];
+    ``mixed``        a query attends to shared keys [B, S, d] *and* to keys of its own
+                     [B, n, K, d] (Star-Transformer satellites, BiG's bipartite columns).
+- ``relation_attention``: the functional core of relation-aware attention.
+- ``FeedForward``, ``AddNorm``, ``masked_mean``, ``char_view``.
+
+Fully masked query rows (padding) are given every key so that the softmax stays finite; the
+callers zero padded outputs.
+"""
+from __future__ import annotations
+
+import math
+from typing import Literal, Optional
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+# ------------------------------------------------------------------------------- positions
+def sinusoidal_positions(positions: torch.Tensor, dim: int, base: float = 10000.0) -> torch.Tensor:
+    """Vaswani et al.'s table at integer ``positions`` ``[...]`` -> ``[..., dim]`` float:
+    ``p(j, 2i) = sin(j / base^(2i/dim))``, ``p(j, 2i+1) = cos(...)``."""
+    half = torch.arange(0, dim, 2, device=positions.device, dtype=torch.float32)
+    freq = torch.exp(-math.log(base) * half / dim)  # [ceil(dim/2)]
+    angle = positions.float().unsqueeze(-1) * freq  # [..., ceil(dim/2)]
+    out = torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(-2)
+    return out[..., :dim]
+
+
+class PositionEmbedding(nn.Module):
+    """Absolute position vectors ``[B, T] long -> [B, T, dim]``: ``sinusoidal`` (no
+    parameters, any length), ``learned`` (a table of ``max_length`` rows) or ``none`` (zeros)."""
+
+    def __init__(self, dim: int, kind: Literal["sinusoidal", "learned", "none"] = "sinusoidal",
+                 max_length: int = 512):
+        super().__init__()
+        if kind not in ("sinusoidal", "learned", "none"):
+            raise ValueError(f"positions must be 'sinusoidal', 'learned' or 'none', got {kind!r}")
+        self.dim, self.kind, self.max_length = dim, kind, max_length
+        self.table = nn.Embedding(max_length, dim) if kind == "learned" else None
+        if self.table is not None:
+            nn.init.normal_(self.table.weight, std=0.02)
+
+    def forward(self, positions: torch.Tensor) -> torch.Tensor:
+        if self.kind == "sinusoidal":
+            return sinusoidal_positions(positions, self.dim)
+        if self.kind == "none":
+            return positions.new_zeros(positions.shape + (self.dim,), dtype=torch.float32)
+        if positions.numel() and int(positions.max()) >= self.max_length:
+            raise ValueError(f"position {int(positions.max())} >= max_length {self.max_length} of the learned "
+                             f"position table; raise max_length or use sinusoidal positions")
+        return self.table(positions)
+
+
+# ------------------------------------------------------------------------------- attention
+def relation_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: torch.Tensor,
+                       rel: Optional[torch.Tensor] = None, rk: Optional[torch.Tensor] = None,
+                       rv: Optional[torch.Tensor] = None, dropout: float = 0.0) -> torch.Tensor:
+    """Attention with relation terms (Shaw et al. 2018, PLTE eqs. 3-4).
+
+    q ``[B, h, Tq, dh]``, k/v ``[B, h, Tk, dh]``, allowed ``[B, Tq, Tk]`` bool; optional
+    rel ``[B, Tq, Tk]`` long ids into rk/rv ``[R, dh]``::
+
+        score_ij = (q_i.k_j + q_i.rk[rel_ij]) / sqrt(dh)
+        out_i    = sum_j a_ij (v_j + rv[rel_ij])
+
+    ``q_i.rk[r]`` is computed once per relation as ``[B, h, Tq, R]`` and gathered by ``rel``;
+    ``sum_j a_ij rv[rel_ij]`` scatter-adds ``a`` into ``[B, h, Tq, R]`` then multiplies by rv.
+    Nothing of shape ``[B, Tq, Tk, dh]`` is built. Returns ``[B, h, Tq, dh]``.
+    """
+    B, h, Tq, dh = q.shape
+    q = q / math.sqrt(dh)
+    scores = q @ k.transpose(-1, -2)  # [B, h, Tq, Tk]
+    if rel is not None:
+        index = rel.unsqueeze(1).expand(B, h, Tq, rel.shape[-1])
+        scores.add_((q @ rk.T).gather(-1, index))  # in place: one [B, h, Tq, Tk] temporary less
+    allowed = allowed | ~allowed.any(-1, keepdim=True)
+    a = scores.masked_fill_(~allowed.unsqueeze(1), float("-inf")).softmax(-1)
+    a = F.dropout(a, dropout) if dropout > 0 else a
+    out = a @ v
+    if rel is not None:
+        per_relation = a.new_zeros(B, h, Tq, rk.shape[0]).scatter_add_(-1, index, a)  # [B, h, Tq, R]
+        out = out + per_relation @ rv
+    return out
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention, ``num_heads`` heads of ``head_dim`` (default ``dim // num_heads``;
+    ``num_heads * head_dim`` need not equal ``dim``: ``out`` maps it back). With
+    ``num_relations`` it owns relation tables RK, RV ``[num_relations, head_dim]`` (shared by
+    the heads) and ``forward`` needs ``rel``."""
+
+    def __init__(self, dim: int, num_heads: int, head_dim: Optional[int] = None, dropout: float = 0.0,
+                 num_relations: int = 0):
+        super().__init__()
+        if head_dim is None:
+            if dim % num_heads:
+                raise ValueError(f"dim {dim} is not a multiple of num_heads {num_heads}; set head_dim")
+            head_dim = dim // num_heads
+        self.num_heads, self.head_dim, self.dropout = num_heads, head_dim, dropout
+        inner = num_heads * head_dim
+        self.q, self.k, self.v = nn.Linear(dim, inner), nn.Linear(dim, inner), nn.Linear(dim, inner)
+        self.out = nn.Linear(inner, dim)
+        self.num_relations = num_relations
+        if num_relations:
+            self.rk = nn.Parameter(torch.empty(num_relations, head_dim))
+            self.rv = nn.Parameter(torch.empty(num_relations, head_dim))
+            nn.init.xavier_uniform_(self.rk)
+            nn.init.xavier_uniform_(self.rv)
+
+    def heads(self, x: torch.Tensor) -> torch.Tensor:
+        """``[B, T, h*dh] -> [B, h, T, dh]`` (``[B, n, K, h*dh] -> [B, h, n, K, dh]``)."""
+        x = x.unflatten(-1, (self.num_heads, self.head_dim))
+        return x.transpose(1, 2) if x.dim() == 4 else x.permute(0, 3, 1, 2, 4)
+
+    def merge(self, x: torch.Tensor) -> torch.Tensor:
+        """``[B, h, T, dh] -> [B, T, d]`` through ``out``."""
+        return self.out(x.transpose(1, 2).flatten(-2))
+
+    def forward(self, query: torch.Tensor, key: Optional[torch.Tensor] = None,
+                allowed: Optional[torch.Tensor] = None, key_mask: Optional[torch.Tensor] = None,
+                rel: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """query ``[B, Tq, d]``, key ``[B, Tk, d]`` (default: query); ``allowed [B, Tq, Tk]``
+        or ``key_mask [B, Tk]`` bool; ``rel [B, Tq, Tk]`` long when the module has relations.
+        Returns ``[B, Tq, d]``."""
+        key = query if key is None else key
+        q, k, v = self.heads(self.q(query)), self.heads(self.k(key)), self.heads(self.v(key))
+        dropout = self.dropout if self.training else 0.0
+        if self.num_relations:
+            if rel is None:
+                raise ValueError("this attention has relation tables: pass rel")
+            if allowed is None:
+                allowed = key_mask.unsqueeze(1).expand(-1, query.shape[1], -1)
+            out = relation_attention(q, k, v, allowed, rel, self.rk, self.rv, dropout)
+        else:
+            mask = allowed if allowed is not None else key_mask.unsqueeze(1).expand(-1, query.shape[1], -1)
+            mask = (mask | ~mask.any(-1, keepdim=True)).unsqueeze(1)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
+        return self.merge(out)
+
+    def mixed(self, query: torch.Tensor, shared_k: Optional[torch.Tensor], shared_v: Optional[torch.Tensor],
+              shared_allowed: Optional[torch.Tensor], own_k: Optional[torch.Tensor], own_v: Optional[torch.Tensor],
+              own_allowed: Optional[torch.Tensor]) -> torch.Tensor:
+        """Each query attends to shared keys and to keys of its own, in one softmax.
+
+        query ``[B, n, d]`` (projected here); already projected keys/values: shared
+        ``[B, S, h*dh]`` with ``shared_allowed [B, n, S]``, own ``[B, n, K, h*dh]`` with
+        ``own_allowed [B, n, K]``; either side may be None. Cost O(n (S + K)). A query with no
+        allowed key gets a zero attention vector (then ``out``). Returns ``[B, n, d]``.
+        """
+        if shared_k is None and own_k is None:  # nothing to attend to at all
+            return self.out(query.new_zeros(query.shape[:2] + (self.num_heads * self.head_dim,)))
+        q = self.heads(self.q(query))  # [B, h, n, dh]
+        scores, allowed = [], []
+        if shared_k is not None:
+            scores.append(q @ self.heads(shared_k).transpose(-1, -2))  # [B, h, n, S]
+            allowed.append(shared_allowed)
+        if own_k is not None:
+            scores.append((q.unsqueeze(-2) * self.heads(own_k)).sum(-1))  # [B, h, n, K]
+            allowed.append(own_allowed)
+        scores = torch.cat(scores, -1) / math.sqrt(self.head_dim)
+        allowed = torch.cat(allowed, -1)
+        empty = ~allowed.any(-1, keepdim=True)  # nothing to attend to: a zero attention output
+        a = scores.masked_fill(~(allowed | empty).unsqueeze(1), float("-inf")).softmax(-1)
+        a = a.masked_fill(empty.unsqueeze(1), 0.0)
+        if self.training and self.dropout > 0:
+            a = F.dropout(a, self.dropout)
+        out = 0
+        S = 0
+        if shared_k is not None:
+            S = shared_k.shape[1]
+            out = a[..., :S] @ self.heads(shared_v)
+        if own_k is not None:
+            out = out + (a[..., S:].unsqueeze(-1) * self.heads(own_v)).sum(-2)
+        return self.merge(out)
+
+
+# ------------------------------------------------------------------------------- misc
+class FeedForward(nn.Module):
+    """Position-wise ``Linear -> ReLU -> dropout -> Linear``: ``[..., d] -> [..., d]``."""
+
+    def __init__(self, dim: int, hidden: int, dropout: float = 0.0):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+class AddNorm(nn.Module):
+    """Post-LayerNorm residual: ``LayerNorm(x + dropout(y))``."""
+
+    def __init__(self, dim: int, dropout: float = 0.0):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return self.norm(x + self.dropout(y))
+
+
+def masked_mean(x: torch.Tensor, mask: torch.Tensor, keepdim: bool = True) -> torch.Tensor:
+    """Mean of ``x [B, T, d]`` over the True positions of ``mask [B, T]`` -> ``[B, 1, d]``."""
+    m = mask.unsqueeze(-1).to(x.dtype)
+    out = (x * m).sum(1, keepdim=True) / m.sum(1, keepdim=True).clamp(min=1)
+    return out if keepdim else out.squeeze(1)
+
+
+def char_view(inputs: torch.Tensor, mask: torch.Tensor, batch: Optional[dict]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The character part of an encoder's input: ``(x [B, n, d], char_mask [B, n])``.
+
+    With a lattice in the batch the characters are its first ``max_chars`` positions (whether
+    the embedder produced lattice tokens [B, T, d] or characters only [B, n, d]); without one
+    the input is characters and ``mask`` their mask.
+    """
+    lattice = (batch or {}).get("lattice")
+    if lattice is None:
+        return inputs, mask
+    n = lattice.max_chars
+    return inputs[:, :n], lattice.char_mask

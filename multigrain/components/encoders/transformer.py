@@ -1,0 +1,64 @@
+"""The Transformer baseline: a post-LayerNorm Transformer encoder over characters only.
+
+``x = proj(inputs) + P(position)``, then ``num_layers`` x (self-attention over the real
+characters, add & norm, ReLU FFN, add & norm). ``positions``: ``sinusoidal`` (Vaswani et al.,
+base 10000, the default: any length), ``learned`` (a table of ``max_length`` rows) or ``none``.
+With a lattice in the batch the word tokens are ignored (characters are positions
+``0..n-1``), so the same spec works with the ``char_bigram`` and the ``lattice`` embedder.
+"""
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+import torch
+from torch import nn
+
+from multigrain.components.encoders.modules import (AddNorm, FeedForward, MultiHeadAttention, PositionEmbedding,
+                                                    char_view)
+from multigrain.platform.kinds import Encoder
+
+
+class TransformerLayer(nn.Module):
+    """Self-attention over allowed keys, add & norm, FFN, add & norm: ``[B, n, d] -> [B, n, d]``."""
+
+    def __init__(self, dim: int, num_heads: int, ffn_dim: int, dropout: float, attention_dropout: float):
+        super().__init__()
+        self.attention = MultiHeadAttention(dim, num_heads, dropout=attention_dropout)
+        self.norm1 = AddNorm(dim, dropout)
+        self.ffn = FeedForward(dim, ffn_dim, dropout)
+        self.norm2 = AddNorm(dim, dropout)
+
+    def forward(self, x: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
+        x = self.norm1(x, self.attention(x, key_mask=key_mask))
+        return self.norm2(x, self.ffn(x))
+
+
+@Encoder.register("transformer")
+class TransformerEncoder(Encoder):
+    """Characters ``[B, n, input_dim]`` -> ``[B, n, hidden_size]`` (zeros at padding)."""
+
+    def __init__(self, input_dim: int, hidden_size: int = 128, num_layers: int = 2, num_heads: int = 4,
+                 ffn_dim: Optional[int] = None, dropout: float = 0.1, attention_dropout: float = 0.1,
+                 positions: Literal["sinusoidal", "learned", "none"] = "sinusoidal", max_length: int = 512):
+        super().__init__()
+        self.input_dim, self.hidden_size = input_dim, hidden_size
+        self.projection = nn.Linear(input_dim, hidden_size) if input_dim != hidden_size else nn.Identity()
+        self.positions = PositionEmbedding(hidden_size, positions, max_length)
+        self.dropout = nn.Dropout(dropout)
+        self.layers = nn.ModuleList(
+            TransformerLayer(hidden_size, num_heads, ffn_dim or 4 * hidden_size, dropout, attention_dropout)
+            for _ in range(num_layers))
+
+    def get_input_dim(self) -> int:
+        return self.input_dim
+
+    def get_output_dim(self) -> int:
+        return self.hidden_size
+
+    def forward(self, inputs: torch.Tensor, mask: torch.Tensor, batch: Optional[dict] = None) -> torch.Tensor:
+        x, char_mask = char_view(inputs, mask, batch)
+        positions = torch.arange(x.shape[1], device=x.device).expand(x.shape[:2])
+        x = self.dropout(self.projection(x) + self.positions(positions))
+        for layer in self.layers:
+            x = layer(x, char_mask)
+        return x * char_mask.unsqueeze(-1)

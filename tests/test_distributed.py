@@ -1,0 +1,330 @@
+"""Ray sweeps, GPU placement, worker faults, --resume, the Serve service and the evaluator pool.
+
+One local Ray (2 CPUs, one *declared* GPU so placement can be checked without CUDA) is shared
+by the module; every trial is a 1-epoch BiLSTM-CRF on 12 sentences.
+"""
+import json
+import os
+import signal
+import statistics
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from multigrain.platform import distributed as D
+from multigrain.platform.cli import main as cli_main
+from tests.conftest import DATA
+
+LR_GRID = "trainer.optimizer.lr=[0.01,0.02]"
+
+
+def tiny_spec(directory: Path) -> dict:
+    """A spec whose data files (the first 16 dev sentences of Resume NER) live in ``directory``."""
+    blocks = (DATA / "resume_ner" / "dev.char.bmes").read_text(encoding="utf-8").strip("\n").split("\n\n")
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "train.bmes").write_text("\n\n".join(blocks[:12]) + "\n\n", encoding="utf-8")
+    (directory / "dev.bmes").write_text("\n\n".join(blocks[12:16]) + "\n\n", encoding="utf-8")
+    return {
+        "task": "ner", "dataset": "tiny",
+        "dataset_reader": {"type": "resume_ner"},
+        "train_data_path": str(directory / "train.bmes"), "validation_data_path": str(directory / "dev.bmes"),
+        "test_data_path": str(directory / "dev.bmes"),
+        "data_loader": {"batch_size": 4},
+        "model": {"type": "tagger", "embedder": {"type": "char_bigram", "char_dim": 8, "bigram_dim": 8},
+                  "encoder": {"type": "bilstm", "hidden_size": 8}, "head": {"type": "crf"}},
+        "trainer": {"num_epochs": 1, "optimizer": {"type": "adam", "lr": 0.01}},
+        "seed": 7,
+    }
+
+
+def write_spec(directory: Path, spec: dict) -> str:
+    path = directory / "tiny.json"
+    path.write_text(json.dumps(spec), encoding="utf-8")
+    return str(path)
+
+
+def mlflow_runs(uri: str) -> list:
+    from mlflow.entities import ViewType
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    ids = [e.experiment_id for e in client.search_experiments(view_type=ViewType.ALL)]
+    return list(client.search_runs(ids, max_results=1000)) if ids else []
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    import ray
+
+    ray.init(address="local", num_cpus=2, num_gpus=1, include_dashboard=False,
+             object_store_memory=80 * 1024 * 1024, log_to_driver=False)
+    yield
+    try:
+        from ray import serve
+
+        serve.shutdown()
+    finally:
+        ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    """A module working directory (relative runs/ and mlruns.db land here)."""
+    path = tmp_path_factory.mktemp("distributed")
+    old = os.getcwd()
+    os.chdir(path)
+    yield path
+    os.chdir(old)
+
+
+@pytest.fixture(scope="module")
+def swept(ray_local, workdir):
+    """``multigrain sweep`` of 2 learning rates x 2 seeds, through the CLI, on the shared Ray."""
+    spec_path = write_spec(workdir, tiny_spec(workdir / "data"))
+    uri = f"sqlite:///{workdir / 'mlruns.db'}"
+    code = cli_main(["sweep", spec_path, "--grid", LR_GRID, "--seeds", "2", "--tracking-uri", uri,
+                     "--resources", '{"num_cpus": 1, "num_gpus": 0}'])
+    return {"code": code, "spec_path": spec_path, "uri": uri, "scratch_uri": f"sqlite:///{workdir / 'scratch.db'}"}
+
+
+# ---------------------------------------------------------------------------- planning (no Ray)
+def test_grid_expansion_and_identities(tmp_path):
+    spec = tiny_spec(tmp_path)
+    trials = D.expand_sweep(spec, D.parse_grid([LR_GRID, "model.encoder.hidden_size=[8,12]"]), 3, "tiny",
+                            tmp_path / "runs")
+    assert len(trials) == 2 * 2 * 3
+    assert {t.seed for t in trials} == {7, 8, 9}
+    assert {(t.spec["trainer"]["optimizer"]["lr"], t.spec["model"]["encoder"]["hidden_size"]) for t in trials} == {
+        (0.01, 8), (0.01, 12), (0.02, 8), (0.02, 12)}
+    assert len({t.spec_hash for t in trials}) == 12
+    from multigrain.platform.config import spec_hash
+
+    for t in trials:
+        assert t.spec_hash == spec_hash(t.spec) and t.run_dir == str(tmp_path / "runs" / "tiny" / t.spec_hash[:8])
+    assert spec["trainer"]["optimizer"]["lr"] == 0.01 and spec["seed"] == 7  # the base spec is untouched
+
+
+def test_summary_ranks_by_mean_over_seeds():
+    def trial(i, lr, seed, dev, test):
+        t = D.Trial(i, (("trainer.optimizer.lr", lr),), seed, {"trainer": {"validation_metric": "+f1"}},
+                    f"{i:064x}", f"r{i}")
+        t.result = {"validation": {"f1": dev, "loss": 1.0}, "test": {"f1": test, "loss": 2.0}}
+        t.state = "FINISHED"
+        return t
+
+    devs = {0.01: [0.50, 0.70, 0.60], 0.02: [0.80, 0.60, 0.75]}
+    tests = {0.01: [0.40, 0.45, 0.50], 0.02: [0.70, 0.72, 0.74]}
+    trials = [trial(3 * k + s, lr, s, devs[lr][s], tests[lr][s]) for k, lr in enumerate(devs) for s in range(3)]
+    rows = D.summarize(trials)
+    assert [r["point"]["trainer.optimizer.lr"] for r in rows] == [0.02, 0.01]
+    for row in rows:
+        lr = row["point"]["trainer.optimizer.lr"]
+        assert row["mean"] == pytest.approx(sum(devs[lr]) / 3)
+        assert row["std"] == pytest.approx(statistics.stdev(devs[lr]))
+        assert row["test"]["f1"] == (pytest.approx(sum(tests[lr]) / 3), pytest.approx(statistics.stdev(tests[lr])))
+        assert "loss" not in row["test"] and row["completed"] == 3
+    minus = [trial(i, t.point[0][1], t.seed, t.result["validation"]["f1"], 0.0) for i, t in enumerate(trials)]
+    for t in minus:
+        t.spec = {"trainer": {"validation_metric": "-f1"}}
+    assert [r["point"]["trainer.optimizer.lr"] for r in D.summarize(minus)] == [0.01, 0.02]
+
+
+def test_trial_resources_rule():
+    cpu_spec, pinned = {"trainer": {}}, {"trainer": {"cuda_device": -1}}
+    assert D.trial_resources(None, cpu_spec, {"CPU": 8}) == {"num_cpus": 1, "num_gpus": 0}
+    assert D.trial_resources(None, cpu_spec, {"CPU": 8, "GPU": 2}) == {"num_cpus": 1, "num_gpus": 1}
+    assert D.trial_resources(None, pinned, {"CPU": 8, "GPU": 2}) == {"num_cpus": 1, "num_gpus": 0}
+    assert D.trial_resources({"num_cpus": 2, "num_gpus": 0.5}, cpu_spec, {"CPU": 8}) == {"num_cpus": 2,
+                                                                                          "num_gpus": 0.5}
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--grid", "trainer.optimizr.lr=[0.1,0.2]"], "--grid trainer.optimizr.lr: trainer has no key 'optimizr' "
+                                                   "(did you mean 'optimizer'?)"),
+    (["--grid", "trainer.optimizer.lr=0.1,0.2"], "is not a JSON list"),
+    (["--grid", "trainer.optimizer.lr=[]"], "non-empty JSON list"),
+    (["--grid", LR_GRID, "-o", 'model.encoder.hidden_size="8x"'], 'model.encoder.hidden_size: expected int, got "8x"'),
+    (["--grid", LR_GRID, "-o", "train_data_path=missing.bmes"], "train_data_path: file not found: missing.bmes"),
+    (["--grid", LR_GRID, "--address", "127.0.0.1:{port}"], "cannot reach a Ray cluster there"),
+    (["--grid", LR_GRID, "--resources", '{"num_gpu": 1}'], "unknown key 'num_gpu'"),
+])
+def test_bad_sweeps_fail_before_scheduling(tmp_path, monkeypatch, capsys, argv, message):
+    import ray
+
+    monkeypatch.chdir(tmp_path)
+    spec_path = write_spec(tmp_path, tiny_spec(tmp_path / "data"))
+    argv = [a.replace("{port}", str(D.free_port())) for a in argv]
+    started = ray.is_initialized()
+    code = cli_main(["sweep", spec_path, "--tracking-uri", f"sqlite:///{tmp_path}/m.db", *argv])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err, err
+    assert err.count("error:") == 1
+    assert ray.is_initialized() == started  # Ray was not even started
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "m.db").exists()
+
+
+def test_infeasible_gpu_request_fails_before_scheduling(ray_local, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    spec_path = write_spec(tmp_path, tiny_spec(tmp_path / "data"))
+    code = cli_main(["sweep", spec_path, "--grid", LR_GRID, "--resources", '{"num_gpus": 2}',
+                     "--tracking-uri", f"sqlite:///{tmp_path}/m.db"])
+    err = capsys.readouterr().err
+    assert code == 2 and "asks for num_gpus=2 but the cluster has 1 GPU" in err, err
+    assert not (tmp_path / "runs").exists()
+
+
+# ---------------------------------------------------------------------------- sweeps on Ray
+def test_sweep_of_four_trials_logs_four_runs(swept):
+    assert swept["code"] == 0
+    runs = mlflow_runs(swept["uri"])
+    assert len(runs) == 4 and all(r.info.status == "FINISHED" for r in runs)
+    spec = json.loads(Path(swept["spec_path"]).read_text())
+    trials = D.expand_sweep(spec, D.parse_grid([LR_GRID]), 2, "tiny")
+    assert {r.data.tags["spec_hash"] for r in runs} == {t.spec_hash for t in trials}
+    for t in trials:
+        metrics = json.loads((Path(t.run_dir) / "metrics.json").read_text())
+        assert metrics["finished"] and metrics["spec_hash"] == t.spec_hash
+        run = next(r for r in runs if r.data.tags["spec_hash"] == t.spec_hash)
+        assert run.data.metrics["test_f1"] == pytest.approx(metrics["test"]["f1"])
+        assert run.data.params["trainer.optimizer.lr"] == json.dumps(t.spec["trainer"]["optimizer"]["lr"])
+
+
+def test_resume_runs_only_the_missing_trials(swept, capsys):
+    before = {r.info.run_id for r in mlflow_runs(swept["uri"])}
+    code = cli_main(["sweep", swept["spec_path"], "--grid", "trainer.optimizer.lr=[0.01,0.02,0.05]", "--seeds", "2",
+                     "--resume", "--tracking-uri", swept["uri"], "--resources", '{"num_cpus": 1, "num_gpus": 0}'])
+    out = capsys.readouterr().out
+    assert code == 0 and "6 trials (3 grid points x 2 seeds), 4 already finished" in out
+    runs = mlflow_runs(swept["uri"])
+    new = [r for r in runs if r.info.run_id not in before]
+    assert len(runs) == 6 and len(new) == 2
+    assert {r.data.params["trainer.optimizer.lr"] for r in new} == {"0.05"}
+    assert len({r.data.tags["spec_hash"] for r in runs}) == 6
+
+
+def test_gpu_placement_with_declared_gpu(ray_local, swept, tmp_path):
+    spec = tiny_spec(tmp_path / "data")
+    trials = D.expand_sweep(spec, [], 1, "tiny", tmp_path / "runs")
+    options = D.trial_resources(None, spec, D.cluster_resources())
+    assert options == {"num_cpus": 1, "num_gpus": 1}  # the cluster has a GPU: the trial asks for it
+    D.run_sweep(trials, options, uri=swept["scratch_uri"], poll=0.2)
+    placement = trials[0].result["placement"]
+    assert trials[0].state == "FINISHED"
+    assert placement["gpu_ids"] == ["0"] and placement["cuda_visible_devices"] == "0"
+
+
+def test_killed_worker_is_retried_and_no_run_is_lost(ray_local, workdir, tmp_path):
+    spec = tiny_spec(tmp_path / "data")
+    trials = D.expand_sweep(spec, [], 2, "tiny", tmp_path / "runs")
+    killed = []
+
+    def kill_first_attempt(ts):
+        t = ts[0]
+        if not killed and t.state == "RUNNING" and t.attempts == 1 and t.pid:
+            os.kill(t.pid, signal.SIGKILL)
+            killed.append(t.pid)
+
+    uri = f"sqlite:///{tmp_path}/m.db"
+    D.run_sweep(trials, {"num_cpus": 1, "num_gpus": 0}, max_retries=2, uri=uri, on_update=kill_first_attempt,
+                poll=0.1)
+    assert killed, "the trial finished before it could be killed"
+    assert [t.state for t in trials] == ["FINISHED", "FINISHED"], [t.error for t in trials]
+    assert trials[0].attempts == 2 and trials[0].result["placement"]["pid"] != killed[0]
+    assert trials[1].attempts == 1
+    # CPU trials on a cluster with a GPU: no GPU assigned, and the GPUs hidden from torch
+    assert all(t.result["placement"]["gpu_ids"] == [] for t in trials)
+    assert all(t.result["placement"]["cuda_visible_devices"] == "" for t in trials)
+    runs = mlflow_runs(uri)
+    assert sorted(r.data.tags["spec_hash"] for r in runs) == sorted(t.spec_hash for t in trials)
+
+
+def test_trial_failure_is_reported_not_retried(ray_local, swept, tmp_path):
+    spec = tiny_spec(tmp_path / "data")
+    trials = D.expand_sweep(spec, [], 1, "tiny", tmp_path / "runs")
+    Path(spec["train_data_path"]).write_text("", encoding="utf-8")  # valid path, no examples
+    D.run_sweep(trials, {"num_cpus": 1, "num_gpus": 0}, uri=swept["scratch_uri"], poll=0.1)
+    assert trials[0].state == "FAILED" and trials[0].attempts == 1
+    assert trials[0].error == f"{spec['train_data_path']}: empty file: no examples"
+
+
+# ---------------------------------------------------------------------------- serving and evaluation
+def _post(url: str, body) -> tuple[int, dict]:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def test_serve_answers_like_in_process_predict(swept):
+    from ray import serve
+
+    from multigrain.platform.archive import load_archive
+    from multigrain.platform.cli import read_jsonl
+
+    run_dir = next(Path("runs/sweeps/tiny").iterdir())
+    named = D.check_archives([str(run_dir)])
+    port = D.free_port()
+    try:
+        urls = D.start_service(named, host="127.0.0.1", port=port, num_cpus=0.5)
+        url = urls[run_dir.name]
+        assert url == f"http://127.0.0.1:{port}/predict/{run_dir.name}"
+        texts = ["张三，男，1962年出生，中国国籍。", "现任北京大学教授", "高级工程师"]
+        status, body = _post(url, {"instances": [{"text": t} for t in texts]})
+        assert status == 200
+        archive = load_archive(run_dir)
+        lines = Path("queries.jsonl")
+        lines.write_text("".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in texts), encoding="utf-8")
+        expected = list(archive.predict_batches(read_jsonl(str(lines), archive.model)))
+        assert body["predictions"] == json.loads(json.dumps(expected))
+        status, body = _post(url, {"texts": texts})
+        assert status == 400 and "instances" in body["error"]
+    finally:
+        serve.shutdown()
+
+
+def test_evaluate_all_refuses_what_is_not_an_archive(tmp_path, capsys):
+    code = cli_main(["evaluate-all", str(tmp_path), "--data", str(tmp_path / "none.bmes")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("error:") == 1
+    assert f"{tmp_path}: not a multigrain run directory (no config.json)" in err and "none.bmes: file not found" in err
+
+
+def test_evaluator_pool_matches_in_process_and_records_rows(swept, tmp_path, capsys):
+    import ray
+
+    from multigrain.platform.archive import load_archive
+    from multigrain.platform.batching import DataLoaderConfig
+    from multigrain.platform.experiment import batches_for
+    from multigrain.platform.tracking import leaderboard
+    from multigrain.platform.training import evaluate
+
+    run_dirs = sorted(str(p) for p in Path("runs/sweeps/tiny").iterdir())[:2]
+    data = json.loads(Path(swept["spec_path"]).read_text())["train_data_path"]
+    uri = f"sqlite:///{tmp_path}/m.db"
+    code = cli_main(["evaluate-all", *run_dirs, "--data", data, "--num-cpus", "0.5", "--tracking-uri", uri, "--json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert code == 0 and [r["run_dir"] for r in rows] == [str(Path(p).resolve()) for p in run_dirs]
+    for row in rows:
+        archive = load_archive(row["run_dir"])
+        instances = archive.read(data)
+        expected = evaluate(archive.model, batches_for(archive.model, instances, DataLoaderConfig(batch_size=64), 0,
+                                                       False), archive.device)
+        assert row["examples"] == 12 and row["metrics"] == pytest.approx(expected)
+    runs = mlflow_runs(uri)
+    assert len(runs) == 2 and all(r.data.tags["leaderboard"] == "true" and r.data.tags["evaluated_on"] == data
+                                  for r in runs)
+    board = leaderboard("ner/tiny", uri)
+    assert {b["run_id"] for b in board} == {r["run_id"] for r in rows}
+    assert {b["value"] for b in board} == {r["metrics"]["f1"] for r in rows}
+
+    # an evaluator actor that dies is restarted and the call retried
+    (actor,) = D.evaluator_pool(1, num_cpus=0.5, num_gpus=0)
+    first = ray.get(actor.pid.remote())
+    os.kill(first, signal.SIGKILL)
+    again = ray.get(actor.evaluate.remote(rows[0]["run_dir"], data), timeout=120)
+    assert again["pid"] != first and again["metrics"] == pytest.approx(rows[0]["metrics"])
+    ray.kill(actor)

@@ -1,0 +1,42 @@
+"""Every NER spec validates, builds its model from a few real sentences of its data set, and
+takes one training step with a finite loss."""
+from pathlib import Path
+
+import pytest
+import torch
+
+from multigrain.platform.config import build, load_spec
+from multigrain.platform.experiment import Experiment, build_vocabulary, model_class, validate_spec
+from tests.test_encoders_support import single_thread  # noqa: F401
+
+ROOT = Path(__file__).resolve().parents[1]
+SPECS = sorted((ROOT / "jsonnet_configs" / "ner").glob("*.jsonnet"))
+pytestmark = pytest.mark.usefixtures("single_thread")
+
+
+def test_every_dataset_has_every_model():
+    stems = {p.stem for p in SPECS}
+    for dataset in ("resume", "weibo", "msra"):
+        for model in ("bilstm_crf", "transformer", "star", "lattice_lstm", "plte", "plte_sgd", "big"):
+            assert f"{dataset}_{model}" in stems
+
+
+@pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
+def test_spec_builds_and_trains_one_step(path, monkeypatch, tmp_path):
+    monkeypatch.chdir(ROOT)  # data paths are relative to the repository root
+    monkeypatch.setenv("MULTIGRAIN_CACHE", str(tmp_path))
+    spec = load_spec(str(path))
+    validate_spec(spec, str(path))
+    exp = build(Experiment, spec)
+    exp.dataset_reader.max_instances = 6
+    train = list(exp.dataset_reader.read(exp.train_data_path))
+    vocab = build_vocabulary(exp, model_class(spec), train, [])
+    torch.manual_seed(0)
+    model = exp.model.construct(vocab=vocab)
+    lattice = spec["dataset_reader"].get("lattice_builder")
+    assert (train[0].get("lattice") is not None) == (lattice is not None)
+    out = model(**model.tensorize(train))
+    assert torch.isfinite(out["loss"]) and out["loss"] > 0
+    out["loss"].backward()
+    trained = [p for p in model.parameters() if p.requires_grad]
+    assert all(p.grad is not None for p in trained if p.dim() > 1 and p.shape[0] > 2)
