@@ -90,3 +90,23 @@ def test_archive_reloads_and_predicts(tmp_path, tiny_files):
     archive = load_archive(run)
     preds = list(archive.predict_batches(archive.read(dev)))
     assert len(preds) == 8 and all(len(p["tags"]) == len(p["text"]) for p in preds)
+
+
+def test_lattice_model_predicts_from_raw_text(tmp_path):
+    """`predict` input carries no lattice: the archive's reader builds it with the training builder."""
+    from multigrain.platform.cli import read_jsonl
+    from tests.test_encoders_support import lattice_embedder, overfit
+
+    model = {"type": "tagger", "embedder": lattice_embedder(16),
+             "encoder": {"type": "big", "hidden_size": 16, "num_layers": 1, "num_heads": 2, "dropout": 0.0},
+             "head": {"type": "crf"}}
+    overfit(tmp_path, model, lattice=True, epochs=1, lr=0.01)
+    run = tmp_path / "run"
+    archive = load_archive(run)
+    sentence = "".join(archive.read(archive.spec["train_data_path"])[0]["chars"])
+    (tmp_path / "in.jsonl").write_text(json.dumps({"text": sentence}, ensure_ascii=False) + "\n", encoding="utf-8")
+    instances = archive.reader.annotate(read_jsonl(str(tmp_path / "in.jsonl"), archive.model))
+    assert instances[0]["lattice"].n_words > 0
+    from_text = list(archive.predict_batches(instances))
+    from_file = list(archive.predict_batches(archive.read(archive.spec["train_data_path"])[:1]))
+    assert from_text[0]["tags"] == from_file[0]["tags"]

@@ -137,7 +137,7 @@ def cmd_predict(args) -> int:
 
     archive = load_archive(args.archive, device=args.device)
     if args.input.endswith((".jsonl", ".json")) and not args.use_dataset_reader:
-        instances = read_jsonl(args.input, archive.model)
+        instances = archive.reader.annotate(read_jsonl(args.input, archive.model))
     else:
         instances = archive.read(args.input)
     out = open(args.output_file, "w", encoding="utf-8") if args.output_file else sys.stdout

@@ -23,6 +23,9 @@ class SpecError(ConfigurationError):
         lines = [f"{head}{n} error{'s' if n != 1 else ''} in spec:"] + [f"  {p}" for p in self.problems]
         super().__init__("\n".join(lines))
 
+    def __reduce__(self):  # crosses process boundaries (Ray workers) intact
+        return (self.__class__, (self.problems, self.source))
+
 
 class DataError(MultigrainError):
     """Malformed data: names the file and (1-based) line."""
@@ -33,6 +36,9 @@ class DataError(MultigrainError):
         self.detail = message
         where = f"{self.path}:{line}" if line is not None else self.path
         super().__init__(f"{where}: {message}")
+
+    def __reduce__(self):
+        return (self.__class__, (self.path, self.line, self.detail))
 
 
 def did_you_mean(word: str, choices) -> str:

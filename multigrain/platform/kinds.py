@@ -24,6 +24,11 @@ class Reader(Registrable, kind="reader"):
     def read(self, path: str) -> Iterator[Instance]:
         raise NotImplementedError
 
+    def annotate(self, instances: list[Instance]) -> list[Instance]:
+        """Add what ``read`` derives from the text (e.g. lattices) to instances made elsewhere,
+        such as ``predict`` input; the default adds nothing."""
+        return instances
+
 
 class TokenEmbedder(torch.nn.Module, Registrable, kind="token_embedder"):
     """Turns a batch's token ids into vectors: ``forward(batch) -> [B, T, d]``."""

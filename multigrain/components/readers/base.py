@@ -52,6 +52,18 @@ class LatticeReader(Reader):
             )
         yield from instances
 
+    def annotate(self, instances: list[Instance]) -> list[Instance]:
+        """Lattices for instances that did not come from a file (``predict`` input), built by
+        the same builder as in training (no cache: there is no data file to key it by)."""
+        if self.lattice_builder is None:
+            return instances
+        for field, lattice_field in self.lattice_fields.items():
+            todo = [x for x in instances if field in x and lattice_field not in x]
+            built = self.lattice_builder.build_many([list(x[field]) for x in todo]) if todo else []
+            for instance, lattice in zip(todo, built):
+                instance[lattice_field] = lattice
+        return instances
+
     def _read(self, path: str) -> Iterator[Instance]:
         raise NotImplementedError
 
