@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from results_md import write_section  # benchmarks/ is on sys.path when run as a script
+
 import torch
 from torchcrf import CRF
 
@@ -102,21 +104,6 @@ def section(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_section(text: str) -> None:
-    """Replace only our section of RESULTS.md (others write theirs)."""
-    old = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else "# Benchmark results\n"
-    lines = old.splitlines(keepends=True)
-    start = next((i for i, ln in enumerate(lines) if ln.rstrip() == SECTION), None)
-    if start is None:
-        new = old.rstrip("\n") + "\n\n" + text
-    else:
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-        new = "".join(lines[:start]) + text + ("\n" if end < len(lines) else "") + "".join(lines[end:])
-    tmp = RESULTS.with_suffix(".md.tmp-crf")
-    tmp.write_text(new, encoding="utf-8")
-    os.replace(tmp, RESULTS)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
@@ -125,7 +112,7 @@ def main() -> int:
     text = section(rows)
     print(text)
     if not args.no_write:
-        write_section(text)
+        write_section(SECTION, text, RESULTS)
     return 0 if min(r["ratio"] for r in rows) >= TARGET else 1
 
 

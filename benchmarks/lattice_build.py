@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from results_md import write_section  # benchmarks/ is on sys.path when run as a script
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 MSRA_TRAIN = DATA / "msra_ner" / "train1.txt"
@@ -140,21 +142,6 @@ def section(r: dict) -> str:
     return "\n".join(lines)
 
 
-def write_section(text: str) -> None:
-    """Replace only our section of RESULTS.md (others write theirs): quick read-modify-write."""
-    old = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else "# Benchmark results\n\n"
-    lines = old.splitlines(keepends=True)
-    start = next((i for i, ln in enumerate(lines) if ln.rstrip() == SECTION), None)
-    if start is None:
-        new = old.rstrip("\n") + "\n\n" + text
-    else:
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-        new = "".join(lines[:start]) + text + ("\n" if end < len(lines) else "") + "".join(lines[end:])
-    tmp = RESULTS.with_suffix(".md.tmp-lattice")
-    tmp.write_text(new, encoding="utf-8")
-    os.replace(tmp, RESULTS)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
@@ -167,7 +154,7 @@ def main() -> int:
     text = section(r)
     print(text)
     if not args.quick:
-        write_section(text)
+        write_section(SECTION, text, RESULTS)
     ok = r["chars"] / r["lexicon_s"] >= 1.5e6 and r["reread_s"] < 1.0
     return 0 if ok else 1
 

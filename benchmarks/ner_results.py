@@ -16,12 +16,13 @@ cuts every split (a smoke test: the table says so).
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import platform
 import sys
 import time
 from pathlib import Path
+
+from results_md import write_section  # benchmarks/ is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -104,25 +105,6 @@ def table(rows: dict) -> list[str]:
     return lines
 
 
-def write_section(results: Path, body: list[str]) -> None:
-    """Replace (or append) the ``## NER results`` section under a lock; other sections stay."""
-    results.parent.mkdir(parents=True, exist_ok=True)
-    with open(results, "a+", encoding="utf-8") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        f.seek(0)
-        lines = f.read().splitlines()
-        start = next((i for i, line in enumerate(lines) if line.strip() == SECTION), None)
-        if start is None:
-            lines = (lines or ["# Benchmark results"]) + ["", SECTION] + body
-        else:
-            end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-            lines = lines[:start] + [SECTION] + body + ([""] + lines[end:] if end < len(lines) else [])
-        f.seek(0)
-        f.truncate()
-        f.write("\n".join(lines).rstrip("\n") + "\n")
-        fcntl.flock(f, fcntl.LOCK_UN)
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--specs", nargs="*", default=None, help="spec stems, e.g. resume_plte weibo_big")
@@ -174,7 +156,7 @@ def main(argv=None) -> int:
                 "word2vec (PLTE, Lattice LSTM) or BERT (BiG Tab. IV: BiG, Transformer, Star-Transformer), so compare "
                 "our rows with each other. Settings and their sources: `jsonnet_configs/lib/ner_models.libsonnet`. "
                 "MLflow experiments `ner/<dataset>`.", ""]
-    write_section(Path(args.results), body + table(rows))
+    write_section(SECTION, body + table(rows), Path(args.results))
     print("\n".join(table(rows)))
     return 0
 

@@ -22,13 +22,14 @@
 from __future__ import annotations
 
 import argparse
-import fcntl
 import os
 import platform
 import statistics
 import sys
 import time
 from pathlib import Path
+
+from results_md import write_section  # benchmarks/ is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -236,25 +237,6 @@ def part_memory(device, n=256, batch=16):
 
 
 # ------------------------------------------------------------------------------- report
-def write_section(results: Path, body: list[str]) -> None:
-    """Replace (or append) the ``## NER speed`` section under a lock; other sections stay."""
-    results.parent.mkdir(parents=True, exist_ok=True)
-    with open(results, "a+", encoding="utf-8") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        f.seek(0)
-        lines = f.read().splitlines()
-        start = next((i for i, line in enumerate(lines) if line.strip() == SECTION), None)
-        if start is None:
-            lines = (lines or ["# Benchmark results"]) + ["", SECTION] + body
-        else:
-            end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-            lines = lines[:start] + [SECTION] + body + ([""] + lines[end:] if end < len(lines) else [])
-        f.seek(0)
-        f.truncate()
-        f.write("\n".join(lines).rstrip("\n") + "\n")
-        fcntl.flock(f, fcntl.LOCK_UN)
-
-
 def report(args, device, rows, speeds, attention, memory, n_test) -> list[str]:
     body = ["", f"`python benchmarks/ner_speed.py {' '.join(sys.argv[1:])}` on {device_line(device)}, "
                 f"{time.strftime('%Y-%m-%d')}. Untrained weights of the `resume_*` specs."]
@@ -315,7 +297,7 @@ def main(argv=None) -> int:
     body = report(args, device, rows, speeds, attention, memory, min(n_test, 477))
     print("\n".join(body))
     if not args.no_write:
-        write_section(Path(args.results), body)
+        write_section(SECTION, body, Path(args.results))
     return 0
 
 

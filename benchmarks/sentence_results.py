@@ -13,13 +13,14 @@ a smoke test; say so when quoting numbers).
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import platform
 import statistics
 import sys
 import time
 from pathlib import Path
+
+from results_md import write_section  # benchmarks/ is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -86,28 +87,6 @@ def device_line() -> str:
     return f"CPU only ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
 
 
-def write_section(results: Path, body: list[str]) -> None:
-    """Replace (or append) the ``## Sentence results`` section, holding a lock on the file."""
-    results.parent.mkdir(parents=True, exist_ok=True)
-    with open(results, "a+", encoding="utf-8") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        f.seek(0)
-        lines = f.read().splitlines()
-        start = next((i for i, line in enumerate(lines) if line.strip() == SECTION), None)
-        if start is None:
-            if not lines:
-                lines = ["# Benchmark results"]
-            lines = lines + [""] + [SECTION] + body
-        else:
-            end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-            tail = [""] + lines[end:] if end < len(lines) else []
-            lines = lines[:start] + [SECTION] + body + tail
-        f.seek(0)
-        f.truncate()
-        f.write("\n".join(lines).rstrip("\n") + "\n")
-        fcntl.flock(f, fcntl.LOCK_UN)
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=3)
@@ -163,7 +142,7 @@ def main(argv=None) -> int:
     ]
     if args.max_instances:
         note.insert(2, f"**Smoke test: every split cut to {args.max_instances} examples; not a result.**")
-    write_section(Path(args.results), note + table(rows))
+    write_section(SECTION, note + table(rows), Path(args.results))
     print("\n".join(table(rows)))
     return 0
 

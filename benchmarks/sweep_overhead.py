@@ -12,12 +12,13 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import re
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from results_md import write_section  # benchmarks/ is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -56,20 +57,6 @@ def warm_worker(spec: dict, run_dir: str) -> None:
 
     os.environ["MULTIGRAIN_QUIET"] = "1"
     run_trial(spec, run_dir)
-
-
-def write_section(path: Path, title: str, body: str) -> None:
-    """Replace (or append) the ``## title`` section of a Markdown file, nothing else."""
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmark results\n"
-    section = f"## {title}\n\n{body.strip()}\n"
-    pattern = re.compile(rf"^## {re.escape(title)}\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: section + "\n", text).rstrip() + "\n"
-    else:
-        text = text.rstrip() + "\n\n" + section
-    tmp = path.with_suffix(".md.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def main() -> int:
@@ -184,7 +171,7 @@ def run(work: Path) -> int:
     body = "\n".join(lines)
     print(body)
     if not args.no_write:
-        write_section(RESULTS, "Sweep overhead", body)
+        write_section("## Sweep overhead", body, RESULTS)
     return 0 if overhead <= 0.10 and same else 1
 
 

@@ -6,6 +6,16 @@ from typing import Callable, Iterator, Optional, Sequence
 import torch
 
 
+def pad_ids(rows: list[list[int]], value: int = 0) -> torch.Tensor:
+    """Ragged id lists -> LongTensor [len(rows), longest] padded with ``value`` (at least 1 wide)."""
+    longest = max((len(r) for r in rows), default=0)
+    out = torch.full((len(rows), max(1, longest)), value, dtype=torch.long)
+    for i, r in enumerate(rows):
+        if r:
+            out[i, : len(r)] = torch.as_tensor(r, dtype=torch.long)
+    return out
+
+
 class DataLoaderConfig:
     """The ``data_loader`` section of a spec."""
 

@@ -32,6 +32,7 @@ from multigrain.components.heads.classifier import ClassifierHead
 from multigrain.components.lattice.types import Lattice, LatticeBatch
 from multigrain.components.metrics.accuracy import Accuracy
 from multigrain.components.readers.text import split_chars
+from multigrain.platform.batching import pad_ids
 from multigrain.platform.config import Lazy
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import ConfigurationError, DataError
@@ -137,15 +138,6 @@ def segment_texts(packed: Packed) -> list[list[Optional[str]]]:
         starts = np.flatnonzero(np.diff(row, prepend=-1)).tolist()
         bounds = zip(starts, starts[1:] + [len(row)])
         out.append([None if special[s] else "".join(packed.tokens[s:e]) for s, e in bounds])
-    return out
-
-
-def pad_ids(rows: list[list[int]], value: int = 0) -> torch.Tensor:
-    longest = max((len(r) for r in rows), default=0)
-    out = torch.full((len(rows), max(1, longest)), value, dtype=torch.long)
-    for i, r in enumerate(rows):
-        if r:
-            out[i, : len(r)] = torch.as_tensor(r, dtype=torch.long)
     return out
 
 

@@ -8,6 +8,7 @@ import torch
 
 from multigrain.components.metrics.span_f1 import SpanF1
 from multigrain.components.tag_schemes import detect_scheme
+from multigrain.platform.batching import pad_ids
 from multigrain.platform.config import Lazy
 from multigrain.platform.data import Instance
 from multigrain.platform.kinds import Encoder, Head, Model, TokenEmbedder
@@ -19,15 +20,6 @@ END = "</s>"
 def bigrams_of(chars: list[str]) -> list[str]:
     """Forward bigrams c_i c_{i+1}, the last one paired with an end marker."""
     return [a + b for a, b in zip(chars, list(chars[1:]) + [END])]
-
-
-def pad_ids(rows: list[list[int]], value: int = 0) -> torch.Tensor:
-    longest = max((len(r) for r in rows), default=0)
-    out = torch.full((len(rows), max(1, longest)), value, dtype=torch.long)
-    for i, r in enumerate(rows):
-        if r:
-            out[i, : len(r)] = torch.as_tensor(r, dtype=torch.long)
-    return out
 
 
 @Model.register("tagger")
