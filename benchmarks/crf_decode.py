@@ -85,7 +85,7 @@ def section(rows: list[dict]) -> str:
         f"{platform.machine()}, {os.cpu_count()} CPU cores (shared), Python {platform.python_version()}, "
         f"torch {torch.__version__}; load average at start {LOAD_AT_START:.1f}.",
         "",
-        f"| intra-op threads | `viterbi_decode` | `torchcrf.CRF.decode` | speed-up | target |",
+        "| intra-op threads | `viterbi_decode` | `torchcrf.CRF.decode` | speed-up | target |",
         "|---|---|---|---|---|",
     ]
     for r in rows:

@@ -69,19 +69,6 @@ def prepared_spec(path: Path, epochs: int | None, max_instances: int | None, cud
     return spec
 
 
-def train_one(spec: dict, run_dir: Path, tracking_uri: str | None, source: str) -> dict:
-    from multigrain.platform.cli import run_tracked
-    from multigrain.platform.tracking import RunLogger
-
-    metrics = run_dir / "metrics.json"
-    if metrics.exists():
-        done = json.loads(metrics.read_text(encoding="utf-8"))
-        if done.get("finished"):
-            return done
-    resume = (run_dir / "last.pt").exists()
-    return run_tracked(spec, run_dir, RunLogger(tracking_uri), resume=resume, source=source)
-
-
 def device_line() -> str:
     import torch
 
@@ -106,6 +93,8 @@ def table(rows: dict) -> list[str]:
 
 
 def main(argv=None) -> int:
+    from multigrain.platform.cli import train_or_reuse
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--specs", nargs="*", default=None, help="spec stems, e.g. resume_plte weibo_big")
     parser.add_argument("--datasets", nargs="*", default=None, choices=DATASETS)
@@ -136,7 +125,7 @@ def main(argv=None) -> int:
         suffix = f"-max{args.max_instances}" if args.max_instances else ""
         run_dir = runs_dir / f"{path.stem}-e{epochs}{suffix}"
         started = time.time()
-        result = train_one(spec, run_dir, args.tracking_uri, str(path))
+        result = train_or_reuse(spec, run_dir, args.tracking_uri, str(path))
         dev, test = result.get("validation") or {}, result.get("test") or {}
         note = f"smoke test: {args.max_instances} examples per split" if args.max_instances else ""
         rows[path.stem] = {"dataset": dataset, "model": model, "dev_f1": dev.get("f1"), "test_f1": test.get("f1"),

@@ -49,19 +49,6 @@ def prepared_spec(path: Path, seed: int, epochs: int | None, max_instances: int 
     return spec
 
 
-def train_one(spec: dict, run_dir: Path, tracking_uri: str | None, source: str) -> dict:
-    from multigrain.platform.cli import run_tracked
-    from multigrain.platform.tracking import RunLogger
-
-    metrics = run_dir / "metrics.json"
-    if metrics.exists():
-        done = json.loads(metrics.read_text(encoding="utf-8"))
-        if done.get("finished"):
-            return done
-    resume = (run_dir / "last.pt").exists()
-    return run_tracked(spec, run_dir, RunLogger(tracking_uri), resume=resume, source=source)
-
-
 def mean_std(values: list[float]) -> str:
     if not values:
         return "–"
@@ -88,6 +75,8 @@ def device_line() -> str:
 
 
 def main(argv=None) -> int:
+    from multigrain.platform.cli import train_or_reuse
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=None, help="override trainer.num_epochs")
@@ -105,7 +94,7 @@ def main(argv=None) -> int:
     paths = [p for p in spec_paths() if args.only is None or p.stem in args.only]
     rows = []
     for path in paths:
-        task, (dataset, variant) = path.parent.name, path.stem.rsplit("_", 1)
+        task, (_, variant) = path.parent.name, path.stem.rsplit("_", 1)
         row = {"experiment": "", "variant": variant, "test_a": [], "test_b": [], "dev": [],
                "seeds": 0, "epochs": "", "minutes": 0.0}
         seconds = []
@@ -115,7 +104,7 @@ def main(argv=None) -> int:
             suffix = f"-max{args.max_instances}" if args.max_instances else ""
             run_dir = Path(args.runs_dir) / f"{path.stem}-e{spec['trainer']['num_epochs']}{suffix}-seed{seed}"
             started = time.time()
-            result = train_one(spec, run_dir, args.tracking_uri, str(path))
+            result = train_or_reuse(spec, run_dir, args.tracking_uri, str(path))
             seconds.append(result.get("seconds", time.time() - started))
             test, dev = result.get("test") or {}, result.get("validation") or {}
             a, b = ("em", "f1") if task == "mrc" else ("accuracy", "macro_f1")

@@ -50,7 +50,7 @@ def test_transformer_equals_per_sentence_loop(positions):
     mask = torch.arange(7) < torch.tensor(lengths).unsqueeze(1)
     out = enc(x, mask)
     for b, n in enumerate(lengths):
-        h = enc.projection(x[b, :n]) + enc.positions(torch.arange(n).unsqueeze(0))[0]
+        h = enc.char_input.projection(x[b, :n]) + enc.char_input.positions(torch.arange(n).unsqueeze(0))[0]
         for layer in enc.layers:
             h = layer.norm1.norm(h + attend(layer.attention, h, h))
             h = layer.norm2.norm(h + layer.ffn(h))
@@ -75,7 +75,7 @@ def test_star_transformer_equals_per_position_loop():
     mask = torch.arange(6) < torch.tensor(lengths).unsqueeze(1)
     out = enc(x, mask)
     for b, n in enumerate(lengths):
-        e = enc.projection(x[b, :n]) + sinusoidal_positions(torch.arange(n), 8)
+        e = enc.char_input.projection(x[b, :n]) + sinusoidal_positions(torch.arange(n), 8)
         h, s = e, e.mean(0)
         for t, (sat, sat_norm) in enumerate(zip(enc.satellite, enc.satellite_norm)):
             new = []

@@ -38,7 +38,7 @@ def default_run_dir(spec_path: str, digest: str) -> Path:
 # ---------------------------------------------------------------------------- commands
 def cmd_train(args) -> int:
     from multigrain.platform.config import spec_hash
-    from multigrain.platform.experiment import identity, train_experiment, validate_spec
+    from multigrain.platform.experiment import validate_spec
     from multigrain.platform.tracking import RunLogger
 
     spec = _load(args)
@@ -81,6 +81,20 @@ def run_tracked(spec: dict, run_dir: Path, logger, resume: bool = False, stop_af
     else:
         logger.client.set_terminated(logger.run_id, "KILLED")
     return result
+
+
+def train_or_reuse(spec: dict, run_dir: Path, tracking_uri: "str | None" = None, source=None) -> dict:
+    """The metrics of a finished run in ``run_dir``, else train there (resuming from its
+    ``last.pt`` when an earlier attempt was interrupted), logging to MLflow."""
+    from multigrain.platform.tracking import RunLogger
+
+    metrics = Path(run_dir) / "metrics.json"
+    if metrics.exists():
+        done = json.loads(metrics.read_text(encoding="utf-8"))
+        if done.get("finished"):
+            return done
+    resume = (Path(run_dir) / "last.pt").exists()
+    return run_tracked(spec, Path(run_dir), RunLogger(tracking_uri), resume=resume, source=source)
 
 
 def _print_result(result: dict) -> None:

@@ -225,3 +225,23 @@ def char_view(inputs: torch.Tensor, mask: torch.Tensor, batch: Optional[dict]) -
         return inputs, mask
     n = lattice.max_chars
     return inputs[:, :n], lattice.char_mask
+
+
+class CharInput(nn.Module):
+    """The character input of the Transformer baselines: ``e = dropout(proj(x) + P(i))``.
+
+    ``forward(inputs, mask, batch)`` -> ``(e [B, n, hidden_size], char_mask [B, n])``, the
+    characters taken by :func:`char_view` (word tokens of a lattice, if any, are ignored)."""
+
+    def __init__(self, input_dim: int, hidden_size: int, dropout: float,
+                 positions: Literal["sinusoidal", "learned", "none"] = "sinusoidal", max_length: int = 512):
+        super().__init__()
+        self.projection = nn.Linear(input_dim, hidden_size) if input_dim != hidden_size else nn.Identity()
+        self.positions = PositionEmbedding(hidden_size, positions, max_length)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, inputs: torch.Tensor, mask: torch.Tensor,
+                batch: Optional[dict] = None) -> tuple[torch.Tensor, torch.Tensor]:
+        x, char_mask = char_view(inputs, mask, batch)
+        positions = torch.arange(x.shape[1], device=x.device).expand(x.shape[:2])
+        return self.dropout(self.projection(x) + self.positions(positions)), char_mask

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from multigrain.components.encoders.modules import MultiHeadAttention, PositionEmbedding, char_view, masked_mean
+from multigrain.components.encoders.modules import CharInput, MultiHeadAttention, masked_mean
 from multigrain.platform.kinds import Encoder
 
 
@@ -40,9 +40,7 @@ class StarTransformerEncoder(Encoder):
                  positions: Literal["sinusoidal", "learned", "none"] = "sinusoidal", max_length: int = 512):
         super().__init__()
         self.input_dim, self.hidden_size = input_dim, hidden_size
-        self.projection = nn.Linear(input_dim, hidden_size) if input_dim != hidden_size else nn.Identity()
-        self.positions = PositionEmbedding(hidden_size, positions, max_length)
-        self.dropout = nn.Dropout(dropout)
+        self.char_input = CharInput(input_dim, hidden_size, dropout, positions, max_length)
         self.satellite = nn.ModuleList(MultiHeadAttention(hidden_size, num_heads, dropout=attention_dropout)
                                        for _ in range(num_layers))
         # the relay after the last layer would reach no output: num_layers - 1 relay updates
@@ -58,10 +56,8 @@ class StarTransformerEncoder(Encoder):
         return self.hidden_size
 
     def forward(self, inputs: torch.Tensor, mask: torch.Tensor, batch: Optional[dict] = None) -> torch.Tensor:
-        x, char_mask = char_view(inputs, mask, batch)
-        B, n, _ = x.shape
-        positions = torch.arange(n, device=x.device).expand(B, n)
-        e = self.dropout(self.projection(x) + self.positions(positions))
+        e, char_mask = self.char_input(inputs, mask, batch)
+        B, n, _ = e.shape
         h, s = e, masked_mean(e, char_mask)  # [B, n, d], [B, 1, d]
         # the satellite's own keys: left neighbour, itself, right neighbour, its embedding
         own_allowed = torch.stack([shift(char_mask, 1), char_mask, shift(char_mask, -1), char_mask], dim=-1)

@@ -13,8 +13,7 @@ from typing import Literal, Optional
 import torch
 from torch import nn
 
-from multigrain.components.encoders.modules import (AddNorm, FeedForward, MultiHeadAttention, PositionEmbedding,
-                                                    char_view)
+from multigrain.components.encoders.modules import AddNorm, CharInput, FeedForward, MultiHeadAttention
 from multigrain.platform.kinds import Encoder
 
 
@@ -42,9 +41,7 @@ class TransformerEncoder(Encoder):
                  positions: Literal["sinusoidal", "learned", "none"] = "sinusoidal", max_length: int = 512):
         super().__init__()
         self.input_dim, self.hidden_size = input_dim, hidden_size
-        self.projection = nn.Linear(input_dim, hidden_size) if input_dim != hidden_size else nn.Identity()
-        self.positions = PositionEmbedding(hidden_size, positions, max_length)
-        self.dropout = nn.Dropout(dropout)
+        self.char_input = CharInput(input_dim, hidden_size, dropout, positions, max_length)
         self.layers = nn.ModuleList(
             TransformerLayer(hidden_size, num_heads, ffn_dim or 4 * hidden_size, dropout, attention_dropout)
             for _ in range(num_layers))
@@ -56,9 +53,7 @@ class TransformerEncoder(Encoder):
         return self.hidden_size
 
     def forward(self, inputs: torch.Tensor, mask: torch.Tensor, batch: Optional[dict] = None) -> torch.Tensor:
-        x, char_mask = char_view(inputs, mask, batch)
-        positions = torch.arange(x.shape[1], device=x.device).expand(x.shape[:2])
-        x = self.dropout(self.projection(x) + self.positions(positions))
+        x, char_mask = self.char_input(inputs, mask, batch)
         for layer in self.layers:
             x = layer(x, char_mask)
         return x * char_mask.unsqueeze(-1)

@@ -6,10 +6,9 @@ from typing import Optional
 
 import numpy as np
 import torch
-from torch import nn
 from torchcrf import CRF
 
-from multigrain.components.tag_schemes import allowed_transitions, detect_scheme
+from multigrain.components.heads.tagging import SchemeTaggingHead
 from multigrain.platform.kinds import Head
 
 #: score given to a forbidden start, end or transition: large enough to lose to any valid path
@@ -155,7 +154,7 @@ def _backtrack_numpy(pointers: np.ndarray, last: np.ndarray) -> np.ndarray:
 
 
 @Head.register("crf")
-class CrfHead(Head):
+class CrfHead(SchemeTaggingHead):
     """Linear emissions and a CRF.
 
     ``forward(states [B, n, d], mask [B, n] bool, tags [B, n] | None)`` -> ``logits`` [B, n, K]
@@ -167,23 +166,13 @@ class CrfHead(Head):
 
     def __init__(self, input_dim: int, labels: list[str], constrained: bool = True, scheme: Optional[str] = None,
                  dropout: float = 0.0):
-        super().__init__()
-        self.labels = list(labels)
-        self.scheme = scheme or detect_scheme(self.labels)
-        self.constrained = constrained
-        self.dropout = nn.Dropout(dropout)
-        self.projection = nn.Linear(input_dim, len(self.labels))
+        super().__init__(input_dim, labels, constrained, scheme, dropout)
         self.crf = CRF(len(self.labels), batch_first=True)
-        start_ok, end_ok, trans_ok = allowed_transitions(self.labels, self.scheme)
-        self.register_buffer("start_ok", start_ok, persistent=False)
-        self.register_buffer("end_ok", end_ok, persistent=False)
-        self.register_buffer("trans_ok", trans_ok, persistent=False)
 
     def decode(self, logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Viterbi paths [B, n] from emissions [B, n, K]."""
-        allowed = (self.start_ok, self.end_ok, self.trans_ok) if self.constrained else None
         return viterbi_decode(logits, mask, self.crf.transitions, self.crf.start_transitions,
-                              self.crf.end_transitions, allowed)
+                              self.crf.end_transitions, self.allowed if self.constrained else None)
 
     def forward(self, states: torch.Tensor, mask: torch.Tensor, tags: Optional[torch.Tensor] = None,
                 **unused) -> dict[str, torch.Tensor]:

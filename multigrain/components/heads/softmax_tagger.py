@@ -7,12 +7,12 @@ import torch
 from torch import nn
 
 from multigrain.components.heads.crf import viterbi_decode
-from multigrain.components.tag_schemes import allowed_transitions, detect_scheme
+from multigrain.components.heads.tagging import SchemeTaggingHead
 from multigrain.platform.kinds import Head
 
 
 @Head.register("softmax_tagger")
-class SoftmaxTaggerHead(Head):
+class SoftmaxTaggerHead(SchemeTaggingHead):
     """``forward(states [B, n, d], mask [B, n] bool, tags [B, n] | None)`` -> ``logits`` [B, n, K],
     ``predictions`` [B, n] long (0 on padding) and, with tags, ``loss``: cross-entropy averaged
     over the real positions of the batch.
@@ -23,16 +23,7 @@ class SoftmaxTaggerHead(Head):
 
     def __init__(self, input_dim: int, labels: list[str], constrained: bool = False, scheme: Optional[str] = None,
                  dropout: float = 0.0):
-        super().__init__()
-        self.labels = list(labels)
-        self.scheme = scheme or detect_scheme(self.labels)
-        self.constrained = constrained
-        self.dropout = nn.Dropout(dropout)
-        self.projection = nn.Linear(input_dim, len(self.labels))
-        start_ok, end_ok, trans_ok = allowed_transitions(self.labels, self.scheme)
-        self.register_buffer("start_ok", start_ok, persistent=False)
-        self.register_buffer("end_ok", end_ok, persistent=False)
-        self.register_buffer("trans_ok", trans_ok, persistent=False)
+        super().__init__(input_dim, labels, constrained, scheme, dropout)
 
     def decode(self, logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Tag ids [B, n] (0 on padding) from logits [B, n, K]."""
@@ -41,7 +32,7 @@ class SoftmaxTaggerHead(Head):
         K = logits.shape[-1]
         zeros = logits.new_zeros(K)
         return viterbi_decode(logits.detach().float().log_softmax(-1), mask, logits.new_zeros(K, K), zeros, zeros,
-                              (self.start_ok, self.end_ok, self.trans_ok))
+                              self.allowed)
 
     def forward(self, states: torch.Tensor, mask: torch.Tensor, tags: Optional[torch.Tensor] = None,
                 **unused) -> dict[str, torch.Tensor]:

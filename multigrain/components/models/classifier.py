@@ -295,6 +295,14 @@ class LabelledModel(SentenceModel):
             ids.append(i)
         return torch.tensor(ids, dtype=torch.long)
 
+    def labelled_batch(self, packed: list[Packed], instances: list[Instance]) -> dict[str, Any]:
+        """:meth:`packed_tensors` plus ``label`` [B] when every instance has a label."""
+        batch = self.packed_tensors(packed)
+        labels = self.label_ids(instances)
+        if labels is not None:
+            batch["label"] = labels
+        return batch
+
     def forward(self, chars: torch.Tensor, mask: torch.Tensor, label: Optional[torch.Tensor] = None,
                 **batch) -> dict[str, torch.Tensor]:
         """chars, segments, mask [B, n]; label [B]; optional lattice and seg_words."""
@@ -327,11 +335,7 @@ class Classifier(LabelledModel):
         for x in instances:
             (n,) = self.lengths_within(x, [len(x["chars"])], 2)
             packed.append(pack([CLS, Part(x["chars"], x.get("lattice"), 0, n), SEP]))
-        batch = self.packed_tensors(packed)
-        labels = self.label_ids(instances)
-        if labels is not None:
-            batch["label"] = labels
-        return batch
+        return self.labelled_batch(packed, instances)
 
     def text_to_instance(self, data: dict) -> Instance:
         text = data.get("text")

@@ -28,11 +28,7 @@ class PairClassifier(LabelledModel):
             la, lb = self.lengths_within(x, [len(x["chars_a"]), len(x["chars_b"])], 3)
             packed.append(pack([CLS, Part(x["chars_a"], x.get("lattice_a"), 0, la), SEP,
                                 Part(x["chars_b"], x.get("lattice_b"), 0, lb), SEP]))
-        batch = self.packed_tensors(packed)
-        labels = self.label_ids(instances)
-        if labels is not None:
-            batch["label"] = labels
-        return batch
+        return self.labelled_batch(packed, instances)
 
     def text_to_instance(self, data: dict) -> Instance:
         fields = {}
