@@ -171,17 +171,20 @@ def part_attention(device, sizes, repeats, d=128, heads=8, batch=4):
         words = BipartiteWords.from_lattice(lb)
         containment = big.containment({"lattice": lb}, words, mask)
         containing = words.containing(n)
+        pairs = words.pairs(n)
         with torch.inference_mode():
             t_full = timed(lambda: full(h, key_mask=mask), device, repeats)
             t_dense = timed(lambda: layer.attend(h, mask, words, "dense", containment=containment), device, repeats)
             t_gather = timed(lambda: layer.attend(h, mask, words, "gather", containing=containing), device, repeats)
+            t_ragged = timed(lambda: layer.attend(h, mask, words, "ragged", containing=pairs), device, repeats)
         chars = batch * n
         m = int(words.mask.sum()) / batch
         K = containing[0].shape[2]
         row = dict(n=n, words=m, K=K, full=t_full / chars * 1e6, dense=t_dense / chars * 1e6,
-                   gather=t_gather / chars * 1e6)
-        print(f"n={n:5d} words/sent={m:7.1f} K={K:2d}  us/char: full {row['full']:.3f}  "
-              f"BiG dense {row['dense']:.3f}  BiG gather {row['gather']:.3f}", flush=True)
+                   gather=t_gather / chars * 1e6, ragged=t_ragged / chars * 1e6, pairs=pairs[0].numel() / chars)
+        print(f"n={n:5d} words/sent={m:7.1f} K={K:2d} pairs/char={row['pairs']:.2f}  us/char: full {row['full']:.3f}  "
+              f"BiG dense {row['dense']:.3f}  BiG gather {row['gather']:.3f}  BiG ragged {row['ragged']:.3f}",
+              flush=True)
         out.append(row)
     return out
 
@@ -254,12 +257,19 @@ def report(args, device, rows, speeds, attention, memory, n_test) -> list[str]:
                  f"(the paper's setting; it reports 9.68x on Resume), {p32 / ref:.1f}x at batch 32. "
                  f"Batched Lattice LSTM at 32 vs reference: {speeds[('lattice_lstm', 32)] / ref:.1f}x."]
     body += ["", "Attention time per character (µs), one layer, d=128, 8 heads, batch 4, MSRA text chunks with their "
-                 "jieba-lexicon words (K = most words over one character):", "",
-             "| n | words/sentence | K | full self-attention | BiG dense [n, m+1] | BiG gather [n, K] |",
-             "|---|---|---|---|---|---|"]
+                 "jieba-lexicon words (K = most words over one character; P = (character, word) pairs). "
+                 "`big` uses dense up to 64 characters and ragged beyond (`attention: auto`):", "",
+             "| n | words/sentence | K | P / n | full self-attention | BiG dense [n, m+1] | BiG gather [n, K] "
+             "| BiG ragged [P] |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in attention:
-        body.append(f"| {r['n']} | {r['words']:.0f} | {r['K']} | {r['full']:.3f} | {r['dense']:.3f} | "
-                    f"{r['gather']:.3f} |")
+        body.append(f"| {r['n']} | {r['words']:.0f} | {r['K']} | {r['pairs']:.2f} | {r['full']:.3f} | "
+                    f"{r['dense']:.3f} | {r['gather']:.3f} | {r['ragged']:.3f} |")
+    base = attention[0]
+    body += ["", "Per-character time at the largest n over its n=" + str(base["n"]) + " value: "
+             + ", ".join(f"{name} {attention[-1][key] / base[key]:.2f}x" for name, key in
+                         (("full", "full"), ("dense", "dense"), ("gather", "gather"), ("ragged", "ragged")))
+             + " (target for BiG: <= 1.3x)."]
     body += ["", f"PLTE peak memory, n=256 characters, batch 16 (T={memory['T']} lattice tokens), d=128, 6x22 heads, "
                  f"2 layers: inference forward {memory['inference']:.1f} MiB, training forward + backward "
                  f"{memory['training']:.1f} MiB (one [B, T, T, d] float tensor would be {memory['btTd']:.0f} MiB)."]

@@ -61,7 +61,7 @@ FLAGS = [("lexicon", True, True), ("lexicon", False, True), ("lexicon", True, Fa
          ("adjacent", False, False), ("none", True, True), ("none", True, False)]
 
 
-@pytest.mark.parametrize("attention", ["dense", "gather"])
+@pytest.mark.parametrize("attention", ["dense", "gather", "ragged"])
 @pytest.mark.parametrize("local,global_node,include_self", FLAGS)
 def test_attention_equals_per_character_loop(attention, local, global_node, include_self):
     torch.manual_seed(0)
@@ -73,7 +73,28 @@ def test_attention_equals_per_character_loop(attention, local, global_node, incl
                                atol=1e-5, rtol=1e-5)
 
 
-def test_auto_switches_to_gather_on_long_inputs():
+def test_ragged_equals_gather_with_gradients_and_empty_rows():
+    """The ragged pairs give the gather form's outputs and gradients, also where some characters
+    have no word (only self / the sentence node) and where a character has nothing at all."""
+    torch.manual_seed(3)
+    batch = random_lattice_batch(14, lengths=(30, 17, 1, 25), max_word=5, words_per_char=0.6)
+    x = torch.randn(*batch.mask.shape, 8)
+    for global_node, include_self in ((True, True), (False, False)):
+        outs, grads = [], []
+        for attention in ("gather", "ragged"):
+            torch.manual_seed(5)
+            enc = BigEncoder(8, hidden_size=8, num_layers=2, num_heads=2, dropout=0.0, attention_dropout=0.0,
+                             global_node=global_node, include_self=include_self, attention=attention)
+            xi = x.clone().requires_grad_(True)
+            y = enc(xi, batch.mask, {"lattice": batch})
+            (y * torch.linspace(-1, 1, y.shape[-1])).sum().backward()
+            outs.append(y.detach())
+            grads.append(xi.grad)
+        torch.testing.assert_close(outs[1], outs[0], atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(grads[1], grads[0], atol=1e-5, rtol=1e-5)
+
+
+def test_auto_switches_to_ragged_on_long_inputs():
     torch.manual_seed(1)
     batch = random_lattice_batch(12, lengths=(40, 33, 20))
     x = torch.randn(*batch.mask.shape, 8)
@@ -84,7 +105,7 @@ def test_auto_switches_to_gather_on_long_inputs():
     auto.layers[0].register_forward_pre_hook(lambda mod, args: seen.append(args[3]))
     torch.testing.assert_close(auto(x, batch.mask, {"lattice": batch}), dense(x, batch.mask, {"lattice": batch}),
                                atol=1e-5, rtol=1e-5)
-    assert seen == ["gather"]
+    assert seen == ["ragged"]
 
 
 def test_bipartite_structure_matches_brute_force():

@@ -23,8 +23,11 @@ Two exact implementations of the same attention, chosen by ``attention``:
   O(n * m) - fast on short sentences;
 - ``gather``: each character gathers the K words that contain it (K = the largest
   words-per-character of the batch) into ``[B, n, K, d]``; O(n * K), for long inputs;
-- ``auto`` (default): ``dense`` up to ``dense_max_chars`` characters (128: on a CPU the gather
-  form is faster from about 256 characters, see benchmarks/ner_speed.py), ``gather`` beyond.
+- ``ragged``: one score per (character, word) pair, P = summed word length, normalised per
+  character with scatter ops; O(P + n), no padding to the batch's largest K: per-character
+  cost stays flat however long the input;
+- ``auto`` (default): ``dense`` up to ``dense_max_chars`` characters (64: on a CPU ``ragged`` is
+  faster from about 64 characters, see benchmarks/ner_speed.py), ``ragged`` beyond.
 Neither builds a [n, n] or [T, T] attention.
 
 Input: characters ``[B, n, d_in]`` (``char_bigram`` embedder; with the ``lattice`` embedder
@@ -73,6 +76,22 @@ class BipartiteWords:
         lo = self.starts.clamp(max=n).unsqueeze(-1).expand(-1, -1, d)
         return (prefix.gather(1, hi) - prefix.gather(1, lo)) * self.mask.unsqueeze(-1)
 
+    def pairs(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Every (character, word) containment as two flat indices ``[P]``: the character
+        ``b * n + i`` and the word slot ``b * W + w``, ordered by (b, w, i); P = the summed
+        length of the words."""
+        B, W = self.mask.shape
+        device = self.mask.device
+        if W == 0 or not bool(self.mask.any()):
+            empty = torch.zeros(0, dtype=torch.long, device=device)
+            return empty, empty
+        length = int(((self.ends - self.starts + 1) * self.mask).max())
+        offsets = torch.arange(length, device=device)
+        chars = self.starts.unsqueeze(-1) + offsets  # [B, W, L]
+        inside = self.mask.unsqueeze(-1) & (chars <= self.ends.unsqueeze(-1)) & (chars < n)
+        b, w, o = inside.nonzero(as_tuple=True)
+        return b * n + chars[b, w, o], b * W + w
+
     def containing(self, n: int) -> tuple[torch.Tensor, torch.Tensor]:
         """For each character the word slots that contain it: ``(index [B, n, K], valid [B, n, K])``,
         in slot order; K = the largest number of words over one character (at least 1).
@@ -84,12 +103,8 @@ class BipartiteWords:
         if W == 0 or not bool(self.mask.any()):
             return torch.zeros(B, n, 1, dtype=torch.long, device=device), torch.zeros(B, n, 1, dtype=torch.bool,
                                                                                      device=device)
-        length = int(((self.ends - self.starts + 1) * self.mask).max())
-        offsets = torch.arange(length, device=device)
-        chars = self.starts.unsqueeze(-1) + offsets  # [B, W, L]
-        inside = self.mask.unsqueeze(-1) & (chars <= self.ends.unsqueeze(-1)) & (chars < n)
-        b, w, o = inside.nonzero(as_tuple=True)  # pairs, ordered by (b, w, offset)
-        key = b * n + chars[b, w, o]
+        key, w = self.pairs(n)
+        w = w % W
         order = torch.sort(key, stable=True).indices  # by (b, char), words in slot order
         key, w = key[order], w[order]
         counts = torch.bincount(key, minlength=B * n)
@@ -128,6 +143,7 @@ class BigLayer(nn.Module):
         """
         att = self.attention
         B, n, _ = h.shape
+        pairs = None  # ragged: (query index [P] into B * n, keys [P, e], values [P, e])
         shared: list[tuple] = []  # (keys [B, S, e], values [B, S, e], allowed [B, n, S])
         own: list[tuple] = []  # (keys [B, n, K, e], values [B, n, K, e], allowed [B, n, K])
         kh, vh = att.k(h), att.v(h)
@@ -142,6 +158,9 @@ class BigLayer(nn.Module):
             ko, vo = att.k(o), att.v(o)  # [B, W, h*dh]: each word projected once
             if mode == "dense":
                 shared.append((ko, vo, containment))
+            elif mode == "ragged":
+                chars, slots = containing  # [P], [P]
+                pairs = (chars, ko.flatten(0, 1)[slots], vo.flatten(0, 1)[slots])
             else:
                 index, valid = containing  # [B, n, K]
                 flat = index.view(B, -1, 1).expand(-1, -1, ko.shape[-1])
@@ -156,7 +175,7 @@ class BigLayer(nn.Module):
                 return None, None, None
             return tuple(torch.cat(column, dim=d) for column, d in zip(zip(*parts), (dim, dim, -1)))
 
-        return att.mixed(h, *joined(shared, 1), *joined(own, 2))
+        return att.mixed(h, *joined(shared, 1), *joined(own, 2), pairs=pairs)
 
     def forward(self, h: torch.Tensor, char_mask: torch.Tensor, words: BipartiteWords, mode: str,
                 containment=None, containing=None) -> torch.Tensor:
@@ -178,14 +197,15 @@ class BigEncoder(Encoder):
     def __init__(self, input_dim: int, hidden_size: int = 256, num_layers: int = 2, num_heads: int = 8,
                  ffn_dim: Optional[int] = None, dropout: float = 0.1, attention_dropout: float = 0.1,
                  local: Literal["lexicon", "adjacent", "none"] = "lexicon", global_node: bool = True,
-                 include_self: bool = True, attention: Literal["auto", "dense", "gather"] = "auto",
-                 dense_max_chars: int = 128, min_word_length: int = 1,
+                 include_self: bool = True, attention: Literal["auto", "dense", "gather", "ragged"] = "auto",
+                 dense_max_chars: int = 64, min_word_length: int = 1,
                  positions: Literal["sinusoidal", "learned", "none"] = "sinusoidal", max_length: int = 512):
         super().__init__()
         if local not in ("lexicon", "adjacent", "none"):
             raise ConfigurationError(f"big: local must be 'lexicon', 'adjacent' or 'none', got {local!r}")
-        if attention not in ("auto", "dense", "gather"):
-            raise ConfigurationError(f"big: attention must be 'auto', 'dense' or 'gather', got {attention!r}")
+        if attention not in ("auto", "dense", "gather", "ragged"):
+            raise ConfigurationError(f"big: attention must be 'auto', 'dense', 'gather' or 'ragged', "
+                                     f"got {attention!r}")
         if local == "none" and not global_node and not include_self:
             raise ConfigurationError("big: local='none', global_node=false and include_self=false leave a character "
                                      "nothing to attend to")
@@ -219,11 +239,13 @@ class BigEncoder(Encoder):
         x, char_mask = char_view(inputs, mask, batch)
         B, n, _ = x.shape
         words = self.words(batch, B, x.device)
-        mode = self.attention if self.attention != "auto" else ("dense" if n <= self.dense_max_chars else "gather")
+        mode = self.attention if self.attention != "auto" else ("dense" if n <= self.dense_max_chars else "ragged")
         containment = containing = None
         if self.local == "lexicon":
             if mode == "dense":
                 containment = self.containment(batch, words, char_mask)
+            elif mode == "ragged":
+                containing = words.pairs(n)
             else:
                 containing = words.containing(n)
         positions = torch.arange(n, device=x.device).expand(B, n)

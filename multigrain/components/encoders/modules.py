@@ -147,17 +147,22 @@ class MultiHeadAttention(nn.Module):
 
     def mixed(self, query: torch.Tensor, shared_k: Optional[torch.Tensor], shared_v: Optional[torch.Tensor],
               shared_allowed: Optional[torch.Tensor], own_k: Optional[torch.Tensor], own_v: Optional[torch.Tensor],
-              own_allowed: Optional[torch.Tensor]) -> torch.Tensor:
+              own_allowed: Optional[torch.Tensor],
+              pairs: Optional[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = None) -> torch.Tensor:
         """Each query attends to shared keys and to keys of its own, in one softmax.
 
         query ``[B, n, d]`` (projected here); already projected keys/values: shared
         ``[B, S, h*dh]`` with ``shared_allowed [B, n, S]``, own ``[B, n, K, h*dh]`` with
-        ``own_allowed [B, n, K]``; either side may be None. Cost O(n (S + K)). A query with no
+        ``own_allowed [B, n, K]``; either side may be None. Cost O(n (S + K)). ``pairs``
+        ``(index [P], keys [P, h*dh], values [P, h*dh])`` adds ragged keys: key p belongs to
+        the query ``index[p]`` of the flattened ``[B * n]``; cost O(P). A query with no
         allowed key gets a zero attention vector (then ``out``). Returns ``[B, n, d]``.
         """
-        if shared_k is None and own_k is None:  # nothing to attend to at all
+        if shared_k is None and own_k is None and pairs is None:  # nothing to attend to at all
             return self.out(query.new_zeros(query.shape[:2] + (self.num_heads * self.head_dim,)))
         q = self.heads(self.q(query))  # [B, h, n, dh]
+        if pairs is not None:
+            return self.merge(self._ragged(q, shared_k, shared_v, shared_allowed, own_k, own_v, own_allowed, *pairs))
         scores, allowed = [], []
         if shared_k is not None:
             scores.append(q @ self.heads(shared_k).transpose(-1, -2))  # [B, h, n, S]
@@ -180,6 +185,53 @@ class MultiHeadAttention(nn.Module):
         if own_k is not None:
             out = out + (a[..., S:].unsqueeze(-1) * self.heads(own_v)).sum(-2)
         return self.merge(out)
+
+    def _ragged(self, q, shared_k, shared_v, shared_allowed, own_k, own_v, own_allowed, index, pair_k, pair_v):
+        """:meth:`mixed` with ragged keys: one softmax per query over its dense columns and its
+        pairs, normalised with scatter ops. q ``[B, h, n, dh]`` -> ``[B, h, n, dh]``."""
+        B, h, n, dh = q.shape
+        scale = 1.0 / math.sqrt(dh)
+        dense_s, dense_ok = [], []  # scores [B, h, n, k] of the shared and own columns, allowed [B, n, k]
+        if shared_k is not None:
+            dense_s.append(q @ self.heads(shared_k).transpose(-1, -2))
+            dense_ok.append(shared_allowed)
+        if own_k is not None:
+            dense_s.append((q.unsqueeze(-2) * self.heads(own_k)).sum(-1))
+            dense_ok.append(own_allowed)
+        flat_q = q.permute(0, 2, 1, 3).reshape(B * n, h, dh)
+        pk, pv = pair_k.view(-1, h, dh), pair_v.view(-1, h, dh)
+        pair_s = (flat_q[index] * pk).sum(-1) * scale  # [P, h]
+        # per-query max (a stabiliser only: no gradient needed) over dense columns and pairs
+        top = flat_q.new_full((B * n, h), float("-inf"))
+        if dense_s:
+            dense = torch.cat(dense_s, -1) * scale  # [B, h, n, k]
+            ok = torch.cat(dense_ok, -1).unsqueeze(1)  # [B, 1, n, k]
+            dense = dense.masked_fill(~ok, float("-inf"))
+            top = dense.detach().amax(-1).permute(0, 2, 1).reshape(B * n, h)
+        top = top.scatter_reduce(0, index.unsqueeze(1).expand(-1, h), pair_s.detach(), "amax")
+        top = top.masked_fill(torch.isinf(top), 0.0)
+        pair_e = (pair_s - top[index]).exp()  # [P, h]
+        total = torch.zeros_like(top).index_add(0, index, pair_e)  # [B * n, h]
+        if dense_s:
+            dense_e = (dense - top.view(B, n, h).permute(0, 2, 1).unsqueeze(-1)).exp()  # [B, h, n, k], 0 where masked
+            total = total + dense_e.sum(-1).permute(0, 2, 1).reshape(B * n, h)
+        inv = torch.where(total > 0, 1.0 / total.clamp(min=1e-30), torch.zeros_like(total))  # no key: zeros
+        pair_a = pair_e * inv[index]
+        if self.training and self.dropout > 0:
+            pair_a = F.dropout(pair_a, self.dropout)
+        out = torch.zeros_like(flat_q).index_add(0, index, pair_a.unsqueeze(-1) * pv)  # [B * n, h, dh]
+        out = out.view(B, n, h, dh).permute(0, 2, 1, 3)
+        if dense_s:
+            a = dense_e * inv.view(B, n, h).permute(0, 2, 1).unsqueeze(-1)
+            if self.training and self.dropout > 0:
+                a = F.dropout(a, self.dropout)
+            S = 0
+            if shared_k is not None:
+                S = shared_k.shape[1]
+                out = out + a[..., :S] @ self.heads(shared_v)
+            if own_k is not None:
+                out = out + (a[..., S:].unsqueeze(-1) * self.heads(own_v)).sum(-2)
+        return out
 
 
 # ------------------------------------------------------------------------------- misc
