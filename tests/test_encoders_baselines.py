@@ -14,8 +14,7 @@ from multigrain.components.lattice.types import Lattice, LatticeBatch
 from multigrain.components.tag_schemes import ill_formed_positions
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.vocab import Vocabulary
-from tests.test_encoders_support import (char_bigram, overfit, random_lattice_batch,  # noqa: F401
-                                         single_thread)
+from tests.test_encoders_support import assert_char_tagger_overfits, random_lattice_batch, single_thread  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -151,18 +150,11 @@ def test_lattice_embedder_layout_and_pretrained_words(tmp_path):
 
 
 def test_transformer_overfits_twenty_sentences(tmp_path):
-    model = {"type": "tagger", "embedder": char_bigram(16),
-             "encoder": {"type": "transformer", "hidden_size": 32, "num_layers": 1, "num_heads": 4, "dropout": 0.0,
-                         "attention_dropout": 0.0},
-             "head": {"type": "crf"}}
-    result = overfit(tmp_path, model, lattice=False, epochs=25, lr=0.01)
-    assert result["validation"]["f1"] >= 0.99, result["validation"]
+    assert_char_tagger_overfits(tmp_path, {"type": "transformer", "hidden_size": 32, "num_layers": 1, "num_heads": 4,
+                                           "dropout": 0.0, "attention_dropout": 0.0}, lattice=False, epochs=25)
 
 
 def test_star_transformer_overfits_twenty_sentences(tmp_path):
-    model = {"type": "tagger", "embedder": char_bigram(16),
-             "encoder": {"type": "star_transformer", "hidden_size": 32, "num_layers": 1, "num_heads": 4,
-                         "dropout": 0.0, "attention_dropout": 0.0},
-             "head": {"type": "crf"}}
-    result = overfit(tmp_path, model, lattice=False, epochs=30, lr=0.01)
-    assert result["validation"]["f1"] >= 0.99, result["validation"]
+    assert_char_tagger_overfits(tmp_path, {"type": "star_transformer", "hidden_size": 32, "num_layers": 1,
+                                           "num_heads": 4, "dropout": 0.0, "attention_dropout": 0.0},
+                                lattice=False, epochs=30)

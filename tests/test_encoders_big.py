@@ -7,7 +7,7 @@ import torch
 
 from multigrain.components.encoders.big import BigEncoder, BipartiteWords
 from multigrain.components.encoders.modules import sinusoidal_positions
-from tests.test_encoders_support import (char_bigram, lattice_rows, overfit, random_lattice_batch,  # noqa: F401
+from tests.test_encoders_support import (assert_char_tagger_overfits, lattice_rows, random_lattice_batch,  # noqa: F401
                                          single_thread)
 
 pytestmark = pytest.mark.usefixtures("single_thread")
@@ -177,9 +177,5 @@ def test_flags_change_exactly_what_they_say():
 
 
 def test_overfits_twenty_sentences(tmp_path):
-    model = {"type": "tagger", "embedder": char_bigram(16),
-             "encoder": {"type": "big", "hidden_size": 32, "num_layers": 1, "num_heads": 4, "dropout": 0.0,
-                         "attention_dropout": 0.0},
-             "head": {"type": "crf"}}
-    result = overfit(tmp_path, model, lattice=True, epochs=25, lr=0.01)
-    assert result["validation"]["f1"] >= 0.99, result["validation"]
+    assert_char_tagger_overfits(tmp_path, {"type": "big", "hidden_size": 32, "num_layers": 1, "num_heads": 4,
+                                           "dropout": 0.0, "attention_dropout": 0.0}, lattice=True, epochs=25)

@@ -108,6 +108,13 @@ def overfit(tmp_path, model: dict, lattice: bool, epochs: int, lr: float, batch_
     return train_experiment(spec, tmp_path / "run")
 
 
+def assert_char_tagger_overfits(tmp_path, encoder: dict, lattice: bool, epochs: int) -> None:
+    """A char+bigram tagger with ``encoder`` and a CRF drives the 20 sentences to F1 >= 0.99."""
+    model = {"type": "tagger", "embedder": char_bigram(16), "encoder": encoder, "head": {"type": "crf"}}
+    result = overfit(tmp_path, model, lattice=lattice, epochs=epochs, lr=0.01)
+    assert result["validation"]["f1"] >= 0.99, result["validation"]
+
+
 def char_bigram(dim: int = 16) -> dict:
     return {"type": "char_bigram", "char_dim": dim, "bigram_dim": dim, "dropout": 0.0}
 

@@ -70,20 +70,27 @@ def warned_sentences(instances, messages, path):
 # ---------------------------------------------------------------- NER
 
 
+def read_ner_file(reader, path, sentences: int, chars: int, n_warned: int, scheme) -> list:
+    """Read a whole shared NER file: its sentence and character counts, and one warning for
+    exactly each sentence whose tags break the scheme (seqeval's strict reading)."""
+    instances, messages = read_all(reader, path, expect_warnings=True)
+    check_ner(instances, path)
+    assert len(instances) == sentences
+    assert sum(len(i["chars"]) for i in instances) == chars
+    assert len(messages) == n_warned
+    assert warned_sentences(instances, messages, path) == broken_sentences(instances, scheme)
+    return instances
+
+
 @pytest.mark.parametrize(
     "split, sentences, chars, n_warned",
     [("train", 3821, 124099, 4), ("dev", 463, 13890, 0), ("test", 477, 15100, 0)],
 )
 def test_resume_counts_tags_and_scheme_warnings(split, sentences, chars, n_warned):
     path = DATA / "resume_ner" / f"{split}.char.bmes"
-    instances, messages = read_all(ResumeNerReader(), path, expect_warnings=True)
-    check_ner(instances, path)
-    assert len(instances) == sentences
-    assert sum(len(i["chars"]) for i in instances) == chars
+    instances = read_ner_file(ResumeNerReader(), path, sentences, chars, n_warned, IOBES)
     types_ = {t[2:] for i in instances for t in i["tags"] if t != "O"}
     assert types_ == {"CONT", "EDU", "LOC", "NAME", "ORG", "PRO", "RACE", "TITLE"}
-    assert len(messages) == n_warned
-    assert warned_sentences(instances, messages, path) == broken_sentences(instances, IOBES)
     head = path.read_text(encoding="utf-8").split("\n\n")[0].split("\n")
     assert [(c, t) for c, t in zip(instances[0]["chars"], instances[0]["tags"])] == [tuple(l.split(" ")) for l in head]
 
@@ -94,12 +101,7 @@ def test_resume_counts_tags_and_scheme_warnings(split, sentences, chars, n_warne
 )
 def test_weibo_counts_chars_and_scheme_warnings(split, sentences, chars, n_warned):
     path = DATA / "weibo_ner" / f"weiboNER_2nd_conll.{split}"
-    instances, messages = read_all(WeiboNerReader(), path, expect_warnings=True)
-    check_ner(instances, path)
-    assert len(instances) == sentences
-    assert sum(len(i["chars"]) for i in instances) == chars
-    assert len(messages) == n_warned
-    assert warned_sentences(instances, messages, path) == broken_sentences(instances, IOB2)
+    instances = read_ner_file(WeiboNerReader(), path, sentences, chars, n_warned, IOB2)
     # independent oracle for the position digits: the file's first column minus its ASCII digits,
     # except a digit character carrying a 2-digit position ("310" -> "3")
     lines = [l.split("\t")[0] for l in path.read_text(encoding="utf-8").split("\n") if l.strip()]
