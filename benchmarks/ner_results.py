@@ -28,7 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 SECTION = "## NER results"
 DATASETS = ["resume", "weibo", "msra"]
-MODELS = ["bilstm_crf", "transformer", "star", "lattice_lstm", "plte", "plte_sgd", "big"]
+MODELS = ["bilstm_crf", "transformer", "star", "lattice_lstm", "plte", "plte_sgd", "big",
+          "bilstm_crf_vec", "lattice_lstm_vec", "plte_vec", "big_vec"]
 
 # Test F1 reported by the papers (DESIGN §10 and the papers' tables); "BERT" marks numbers obtained
 # on BERT representations, which we do not have (our models start from random embeddings).
@@ -54,10 +55,11 @@ def spec_path(dataset: str, model: str) -> Path:
     return ROOT / "jsonnet_configs" / "ner" / f"{dataset}_{model}.jsonnet"
 
 
-def prepared_spec(path: Path, epochs: int | None, max_instances: int | None, cuda_device: int | None) -> dict:
+def prepared_spec(path: Path, epochs: int | None, max_instances: int | None, cuda_device: int | None,
+                  vectors: str) -> dict:
     from multigrain.platform.config import load_spec
 
-    spec = load_spec(str(path))
+    spec = load_spec(str(path), ext_vars={"vectors": vectors} if path.stem.endswith("_vec") else None)
     if epochs is not None:
         spec["trainer"]["num_epochs"] = epochs
     if cuda_device is not None:
@@ -105,6 +107,9 @@ def main(argv=None) -> int:
     parser.add_argument("--results", default=str(ROOT / "benchmarks" / "RESULTS.md"))
     parser.add_argument("--runs-dir", default="runs/ner")
     parser.add_argument("--tracking-uri", default=None)
+    parser.add_argument("--vectors", default="runs/vectors",
+                        help="directory of chars/bigrams/words.vec for the *_vec specs (trained by "
+                             "benchmarks/pretrain_vectors.py when missing)")
     args = parser.parse_args(argv)
 
     stems = [f"{d}_{m}" for d in DATASETS for m in MODELS]
@@ -115,12 +120,17 @@ def main(argv=None) -> int:
               if (args.specs is None or f"{d}_{m}" in args.specs)
               and (args.datasets is None or d in args.datasets) and (args.models is None or m in args.models)]
 
+    if any(m.endswith("_vec") for _, m in chosen) and not all(
+            (Path(args.vectors) / f"{ns}.vec").exists() for ns in ("chars", "bigrams", "words")):
+        import pretrain_vectors
+
+        pretrain_vectors.main(["--out", args.vectors])
     runs_dir = Path(args.runs_dir)
     store = runs_dir / "ner_results.json"
     rows = json.loads(store.read_text(encoding="utf-8")) if store.exists() else {}
     for dataset, model in chosen:
         path = spec_path(dataset, model)
-        spec = prepared_spec(path, args.epochs, args.max_instances, args.cuda_device)
+        spec = prepared_spec(path, args.epochs, args.max_instances, args.cuda_device, args.vectors)
         epochs = spec["trainer"]["num_epochs"]
         suffix = f"-max{args.max_instances}" if args.max_instances else ""
         run_dir = runs_dir / f"{path.stem}-e{epochs}{suffix}"
@@ -129,7 +139,7 @@ def main(argv=None) -> int:
         dev, test = result.get("validation") or {}, result.get("test") or {}
         note = f"smoke test: {args.max_instances} examples per split" if args.max_instances else ""
         rows[path.stem] = {"dataset": dataset, "model": model, "dev_f1": dev.get("f1"), "test_f1": test.get("f1"),
-                           "paper": PAPER.get((dataset, model), "–"),
+                           "paper": PAPER.get((dataset, model.removesuffix("_vec")), "–"),
                            "epochs": result.get("epochs_completed", epochs),
                            "best_epoch": result.get("best_epoch", "–"),
                            "minutes": result.get("seconds", time.time() - started) / 60, "note": note,

@@ -1,5 +1,6 @@
 """Every NER spec validates, builds its model from a few real sentences of its data set, and
 takes one training step with a finite loss."""
+import warnings
 from pathlib import Path
 
 import pytest
@@ -19,20 +20,41 @@ def test_every_dataset_has_every_model():
     for dataset in ("resume", "weibo", "msra"):
         for model in ("bilstm_crf", "transformer", "star", "lattice_lstm", "plte", "plte_sgd", "big"):
             assert f"{dataset}_{model}" in stems
+        for model in ("bilstm_crf", "lattice_lstm", "plte", "big"):
+            assert f"{dataset}_{model}_vec" in stems
+
+
+def write_tiny_vectors(directory: Path, dim: int = 50) -> None:
+    """chars.vec, bigrams.vec, words.vec with a few common tokens, as the ``*_vec`` specs expect."""
+    directory.mkdir(parents=True, exist_ok=True)
+    tokens = {"chars": ["的", "中", "国", "人"], "bigrams": ["中国", "国人", "人的"], "words": ["中国", "中国人"]}
+    for namespace, toks in tokens.items():
+        rows = [f"{t} " + " ".join(["0.1"] * dim) for t in toks]
+        (directory / f"{namespace}.vec").write_text(f"{len(toks)} {dim}\n" + "\n".join(rows) + "\n", encoding="utf-8")
 
 
 @pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
 def test_spec_builds_and_trains_one_step(path, monkeypatch, tmp_path):
     monkeypatch.chdir(ROOT)  # data paths are relative to the repository root
     monkeypatch.setenv("MULTIGRAIN_CACHE", str(tmp_path))
-    spec = load_spec(str(path))
+    ext_vars = None
+    if path.stem.endswith("_vec"):
+        write_tiny_vectors(tmp_path / "vectors")
+        ext_vars = {"vectors": str(tmp_path / "vectors")}
+    spec = load_spec(str(path), ext_vars=ext_vars)
     validate_spec(spec, str(path))
     exp = build(Experiment, spec)
     exp.dataset_reader.max_instances = 6
     train = list(exp.dataset_reader.read(exp.train_data_path))
     vocab = build_vocabulary(exp, model_class(spec), train, [])
     torch.manual_seed(0)
-    model = exp.model.construct(vocab=vocab)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*tokens found")  # the tiny vector files' coverage
+        model = exp.model.construct(vocab=vocab)
+    if ext_vars:  # the pretrained rows were loaded for the vector file's characters in the vocabulary
+        chars = vocab.tokens("chars")
+        rows = [model.embedder.chars.weight[chars.index(c)] for c in "的中国人" if c in chars]
+        assert rows and all(torch.allclose(r, torch.full_like(r, 0.1)) for r in rows)
     lattice = spec["dataset_reader"].get("lattice_builder")
     assert (train[0].get("lattice") is not None) == (lattice is not None)
     out = model(**model.tensorize(train))

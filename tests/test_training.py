@@ -110,3 +110,33 @@ def test_lattice_model_predicts_from_raw_text(tmp_path):
     from_text = list(archive.predict_batches(instances))
     from_file = list(archive.predict_batches(archive.read(archive.spec["train_data_path"])[:1]))
     assert from_text[0]["tags"] == from_file[0]["tags"]
+
+
+def test_pretrained_files_add_held_out_tokens_with_their_vectors(tmp_path):
+    """A character seen only in the validation file joins the vocabulary when the pretrained file
+    has a vector for it (and gets that vector); one the file lacks stays out of vocabulary."""
+    (tmp_path / "train.bmes").write_text("甲 B-ORG\n乙 E-ORG\n丙 O\n\n", encoding="utf-8")
+    (tmp_path / "dev.bmes").write_text("丁 O\n戊 O\n甲 S-ORG\n\n", encoding="utf-8")
+    vec = tmp_path / "chars.vec"
+    vec.write_text("3 4\n丁 1 2 3 4\n甲 0.5 0.5 0.5 0.5\n己 9 9 9 9\n", encoding="utf-8")
+    spec = tiny_spec(str(tmp_path / "train.bmes"), str(tmp_path / "dev.bmes"), epochs=1, lr=0.0)
+    spec["vocabulary"] = {"pretrained_files": {"chars": str(vec)}}
+    spec["model"]["embedder"].update(char_dim=4, char_pretrained_file=str(vec))
+    with pytest.warns(UserWarning, match="2 of 4 tokens found"):
+        train_experiment(spec, tmp_path / "run")
+    archive = load_archive(tmp_path / "run")
+    chars = archive.vocab.tokens("chars")
+    assert "丁" in chars and "戊" not in chars and "己" not in chars  # 己 is in no split
+    weight = archive.model.embedder.chars.weight
+    assert weight[chars.index("丁")].tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_missing_pretrained_file_is_a_configuration_error(tmp_path, tiny_files):
+    from multigrain.platform.errors import ConfigurationError
+
+    train, dev = tiny_files
+    spec = tiny_spec(train, dev, epochs=1)
+    spec["vocabulary"] = {"pretrained_files": {"chars": str(tmp_path / "nope.vec")}}
+    with pytest.raises(ConfigurationError, match=r"vocabulary\.pretrained_files\.chars: no such file"):
+        train_experiment(spec, tmp_path / "run")
+    assert not (tmp_path / "run" / "best.pt").exists()

@@ -109,6 +109,27 @@ local ner = import 'ner.libsonnet';
   batch_size:: { bilstm_crf: 32, transformer: 32, star: 32, big: 16, plte: 16, plte_sgd: 16, lattice_lstm: 8 },
   lattice_models:: ['lattice_lstm', 'plte', 'plte_sgd', 'big'],
 
+  // Pretrained vectors: `<model>_vec` is `<model>` whose embeddings start from the char, bigram
+  // and word vectors in the directory given by the ext var `vectors` (chars.vec, bigrams.vec,
+  // words.vec: benchmarks/pretrain_vectors.py trains them on the shared training text, as no
+  // Giga-word vectors are reachable here). Tokens of any split with a vector join the vocabulary.
+  vector_models:: ['bilstm_crf', 'lattice_lstm', 'plte', 'big'],
+  vector_files(dir):: { chars: dir + '/chars.vec', bigrams: dir + '/bigrams.vec', words: dir + '/words.vec' },
+  with_vectors(model, dir)::
+    local f = $.vector_files(dir);
+    model + { embedder+: { char_pretrained_file: f.chars, bigram_pretrained_file: f.bigrams } +
+                         (if model.embedder.type == 'lattice' then { word_pretrained_file: f.words } else {}) },
+
+  // spec(dataset, 'plte_vec', vectors_dir) = spec(dataset, 'plte') with pretrained vectors
+  vec_spec(dataset, name, dir)::
+    local base = $.spec(dataset, name);
+    local namespaces = if std.member($.lattice_models, name) && name != 'big' then ['chars', 'bigrams', 'words']
+                       else ['chars', 'bigrams'];
+    base + {
+      model: $.with_vectors(base.model, dir),
+      vocabulary+: { pretrained_files: { [ns]: $.vector_files(dir)[ns] for ns in namespaces } },
+    },
+
   // The whole spec of `name` on `dataset`. MSRA has sentences of up to ~1,500 characters: its
   // training batches are capped at 6,000 characters and evaluation batches at 8 sentences.
   spec(dataset, name)::

@@ -69,7 +69,9 @@ def read_all(reader: Reader, path: Optional[str]) -> list:
 
 
 def build_vocabulary(exp: Experiment, model_cls: type, train: list, others: list[list]):
-    """Tokens from the training data; labels from every split (an unseen test label is not a crash)."""
+    """Tokens from the training data (plus, with ``vocabulary.pretrained_files``, tokens of any
+    split that have a pretrained vector); labels from every split (an unseen test label is not a
+    crash)."""
     def count_labels_only(inst, counters):
         scratch: dict[str, Counter] = {}
         model_cls.count_vocab_items(inst, scratch)
@@ -83,9 +85,16 @@ def build_vocabulary(exp: Experiment, model_cls: type, train: list, others: list
     for split in others:
         for inst in split:
             count_labels_only(inst, counters)
+    extra = None
+    if exp.vocabulary.pretrained_files:  # tokens of every split that have a pretrained vector
+        every: dict[str, Counter] = {}
+        for split in [train, *others]:
+            for inst in split:
+                model_cls.count_vocab_items(inst, every)
+        extra = exp.vocabulary.pretrained_tokens(every)
     from multigrain.platform.vocab import Vocabulary
 
-    return Vocabulary.from_counters(counters, exp.vocabulary.min_count, exp.vocabulary.max_size)
+    return Vocabulary.from_counters(counters, exp.vocabulary.min_count, exp.vocabulary.max_size, extra)
 
 
 def batches_for(model: Model, instances: list, cfg: DataLoaderConfig, seed: int, train: bool) -> BatchIterator:

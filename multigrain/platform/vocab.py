@@ -10,6 +10,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable, Optional
 
+from multigrain.platform.errors import ConfigurationError
+
 PAD, OOV = "@@PAD@@", "@@UNK@@"
 
 
@@ -101,7 +103,13 @@ class Vocabulary:
 
 
 class VocabularyConfig:
-    """The ``vocabulary`` section of a spec."""
+    """The ``vocabulary`` section of a spec.
+
+    ``pretrained_files`` ``{namespace: path}`` (word2vec text format, one token per line first):
+    tokens of *any* split (dev and test included, as AllenNLP and the Lattice LSTM code do) that
+    the file has a vector for join that namespace, so the embedder can load their vectors; a
+    token seen only outside training and not in the file stays out of vocabulary. The
+    embedder still needs the same file in its own ``*_pretrained_file`` argument."""
 
     def __init__(self, min_count: Optional[dict[str, int]] = None, max_size: Optional[dict[str, int]] = None,
                  pretrained_files: Optional[dict[str, str]] = None):
@@ -109,8 +117,27 @@ class VocabularyConfig:
         self.max_size = max_size or {}
         self.pretrained_files = pretrained_files or {}
 
-    def build(self, instances: Iterable, count_fn, extra_tokens=None) -> Vocabulary:
-        counters: dict[str, Counter] = {}
-        for inst in instances:
-            count_fn(inst, counters)
-        return Vocabulary.from_counters(counters, self.min_count, self.max_size, extra_tokens)
+    def pretrained_tokens(self, counters: dict[str, Counter]) -> dict[str, list[str]]:
+        """Per namespace with a pretrained file: the tokens of ``counters`` (all splits) that the
+        file holds, most frequent first."""
+        out = {}
+        for ns, path in sorted(self.pretrained_files.items()):
+            if not Path(path).is_file():
+                raise ConfigurationError(f"vocabulary.pretrained_files.{ns}: no such file: {path}")
+            known = vec_tokens(path)
+            counter = counters.get(ns, Counter())
+            out[ns] = sorted((t for t in counter if t in known), key=lambda t: (-counter[t], t))
+        return out
+
+
+def vec_tokens(path: str | Path) -> set[str]:
+    """The tokens of a word2vec text file (its optional ``count dim`` header skipped)."""
+    tokens = set()
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            token, _, rest = line.partition(" ")
+            if n == 1 and rest.strip().isdigit() and token.isdigit():
+                continue
+            if rest:
+                tokens.add(token)
+    return tokens
