@@ -79,6 +79,26 @@ def device_line() -> str:
     return f"CPU only ({platform.machine()}, {torch.get_num_threads()} threads)"
 
 
+def save_row(store: Path, stem: str | None = None, row: dict | None = None) -> dict:
+    """Merge one row into the JSON store under an exclusive lock (several invocations may run at
+    once) and return every row."""
+    import fcntl
+
+    store.parent.mkdir(parents=True, exist_ok=True)
+    with open(store, "a+", encoding="utf-8") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        text = f.read()
+        rows = json.loads(text) if text.strip() else {}
+        if stem is not None:
+            rows[stem] = row
+            f.seek(0)
+            f.truncate()
+            f.write(json.dumps(rows, indent=2, ensure_ascii=False))
+        fcntl.flock(f, fcntl.LOCK_UN)
+    return rows
+
+
 def pct(x) -> str:
     return f"{100 * x:.2f}" if isinstance(x, (int, float)) else "–"
 
@@ -127,7 +147,7 @@ def main(argv=None) -> int:
         pretrain_vectors.main(["--out", args.vectors])
     runs_dir = Path(args.runs_dir)
     store = runs_dir / "ner_results.json"
-    rows = json.loads(store.read_text(encoding="utf-8")) if store.exists() else {}
+    rows = save_row(store)
     for dataset, model in chosen:
         path = spec_path(dataset, model)
         spec = prepared_spec(path, args.epochs, args.max_instances, args.cuda_device, args.vectors)
@@ -138,22 +158,21 @@ def main(argv=None) -> int:
         result = train_or_reuse(spec, run_dir, args.tracking_uri, str(path))
         dev, test = result.get("validation") or {}, result.get("test") or {}
         note = f"smoke test: {args.max_instances} examples per split" if args.max_instances else ""
-        rows[path.stem] = {"dataset": dataset, "model": model, "dev_f1": dev.get("f1"), "test_f1": test.get("f1"),
-                           "paper": PAPER.get((dataset, model.removesuffix("_vec")), "–"),
-                           "epochs": result.get("epochs_completed", epochs),
-                           "best_epoch": result.get("best_epoch", "–"),
-                           "minutes": result.get("seconds", time.time() - started) / 60, "note": note,
-                           "device": device_line(), "date": time.strftime("%Y-%m-%d"), "run_dir": str(run_dir)}
+        row = {"dataset": dataset, "model": model, "dev_f1": dev.get("f1"), "test_f1": test.get("f1"),
+               "paper": PAPER.get((dataset, model.removesuffix("_vec")), "–"),
+               "epochs": result.get("epochs_completed", epochs), "best_epoch": result.get("best_epoch", "–"),
+               "minutes": result.get("seconds", time.time() - started) / 60, "note": note,
+               "device": device_line(), "date": time.strftime("%Y-%m-%d"), "run_dir": str(run_dir)}
         print(f"{path.stem}: dev {json.dumps(dev)} test {json.dumps(test)}", flush=True)
-        runs_dir.mkdir(parents=True, exist_ok=True)
-        store.write_text(json.dumps(rows, indent=2, ensure_ascii=False), encoding="utf-8")
+        rows = save_row(store, path.stem, row)
 
     devices = sorted({f"{r['device']} ({r['date']})" for r in rows.values()})
     body = ["", f"`python benchmarks/ner_results.py` (rows from {', '.join(devices) or '–'}); span-level micro F1 "
                 "in percent, test F1 of the epoch with the best dev F1. No pretrained embeddings are available "
-                "offline: every model starts from random character/bigram/word vectors, whereas the papers used "
-                "word2vec (PLTE, Lattice LSTM) or BERT (BiG Tab. IV: BiG, Transformer, Star-Transformer), so compare "
-                "our rows with each other. Settings and their sources: `jsonnet_configs/lib/ner_models.libsonnet`. "
+                "offline: models start from random character/bigram/word vectors, or (`*_vec`) from SGNS vectors "
+                "trained by `benchmarks/pretrain_vectors.py` on the shared training text (4.8 M characters), whereas "
+                "the papers used Giga-word word2vec (PLTE, Lattice LSTM) or BERT (BiG Tab. IV: BiG, Transformer, "
+                "Star-Transformer), so compare our rows with each other. Settings and their sources: `jsonnet_configs/lib/ner_models.libsonnet`. "
                 "MLflow experiments `ner/<dataset>`.", ""]
     write_section(SECTION, body + table(rows), Path(args.results))
     print("\n".join(table(rows)))
