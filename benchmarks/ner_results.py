@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from results_md import write_section  # benchmarks/ is on sys.path when run as a script
+from results_md import save_row, write_section  # benchmarks/ is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -77,26 +77,6 @@ def device_line() -> str:
     if torch.cuda.is_available():
         return f"GPU {torch.cuda.get_device_name(0)}"
     return f"CPU only ({platform.machine()}, {torch.get_num_threads()} threads)"
-
-
-def save_row(store: Path, stem: str | None = None, row: dict | None = None) -> dict:
-    """Merge one row into the JSON store under an exclusive lock (several invocations may run at
-    once) and return every row."""
-    import fcntl
-
-    store.parent.mkdir(parents=True, exist_ok=True)
-    with open(store, "a+", encoding="utf-8") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        f.seek(0)
-        text = f.read()
-        rows = json.loads(text) if text.strip() else {}
-        if stem is not None:
-            rows[stem] = row
-            f.seek(0)
-            f.truncate()
-            f.write(json.dumps(rows, indent=2, ensure_ascii=False))
-        fcntl.flock(f, fcntl.LOCK_UN)
-    return rows
 
 
 def pct(x) -> str:

@@ -1,11 +1,13 @@
-"""Replace one ``## Section`` of benchmarks/RESULTS.md, leaving the others as they are.
+"""Replace one ``## Section`` of benchmarks/RESULTS.md, leaving the others as they are, and keep
+the rows of a results table in a JSON store across invocations.
 
-Several benchmarks write the same file, possibly at once: the read-modify-write holds an
-exclusive lock on it.
+Several benchmarks write the same files, possibly at once: each read-modify-write holds an
+exclusive lock on the file.
 """
 from __future__ import annotations
 
 import fcntl
+import json
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
@@ -33,3 +35,21 @@ def write_section(section: str, body: str | list[str], results: Path = RESULTS) 
         f.truncate()
         f.write("\n".join(lines).rstrip("\n") + "\n")
         fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def save_row(store: Path, stem: str | None = None, row: dict | None = None) -> dict:
+    """Merge one row into the JSON store under an exclusive lock (several invocations may run at
+    once) and return every row."""
+    store.parent.mkdir(parents=True, exist_ok=True)
+    with open(store, "a+", encoding="utf-8") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        text = f.read()
+        rows = json.loads(text) if text.strip() else {}
+        if stem is not None:
+            rows[stem] = row
+            f.seek(0)
+            f.truncate()
+            f.write(json.dumps(rows, indent=2, ensure_ascii=False))
+        fcntl.flock(f, fcntl.LOCK_UN)
+    return rows

@@ -20,14 +20,14 @@ import sys
 import time
 from pathlib import Path
 
-from results_md import write_section  # benchmarks/ is on sys.path when run as a script
+from results_md import save_row, write_section  # benchmarks/ is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 SECTION = "## Sentence results"
 DATASETS = [("cls", "chnsenticorp"), ("pair", "bq"), ("cls", "thucnews"), ("mrc", "cmrc2018")]
-VARIANTS = ["backbone", "mwa", "hrmf", "big"]
+VARIANTS = ["backbone", "mwa", "hrmf", "big", "big_vec"]
 
 
 def spec_paths() -> list[Path]:
@@ -35,10 +35,11 @@ def spec_paths() -> list[Path]:
             for task, name in DATASETS for variant in VARIANTS]
 
 
-def prepared_spec(path: Path, seed: int, epochs: int | None, max_instances: int | None) -> dict:
+def prepared_spec(path: Path, seed: int, epochs: int | None, max_instances: int | None,
+                  vectors: str = "runs/vectors") -> dict:
     from multigrain.platform.config import load_spec
 
-    spec = load_spec(path)
+    spec = load_spec(path, ext_vars={"vectors": vectors} if path.stem.endswith("_vec") else None)
     spec["seed"] = seed
     if epochs is not None:
         spec["trainer"]["num_epochs"] = epochs
@@ -85,6 +86,7 @@ def main(argv=None) -> int:
     parser.add_argument("--results", default=str(ROOT / "benchmarks" / "RESULTS.md"))
     parser.add_argument("--runs-dir", default="runs/sentence")
     parser.add_argument("--tracking-uri", default=None)
+    parser.add_argument("--vectors", default="runs/vectors", help="directory of chars.vec for the *_vec specs")
     args = parser.parse_args(argv)
 
     stems = [p.stem for p in spec_paths()]
@@ -92,15 +94,15 @@ def main(argv=None) -> int:
     if unknown:
         parser.error(f"--only: unknown spec {', '.join(unknown)}; choose from {', '.join(stems)}")
     paths = [p for p in spec_paths() if args.only is None or p.stem in args.only]
-    rows = []
+    store = Path(args.runs_dir) / "sentence_results.json"  # rows of every invocation
     for path in paths:
-        task, (_, variant) = path.parent.name, path.stem.rsplit("_", 1)
+        task, (_, variant) = path.parent.name, path.stem.split("_", 1)
         row = {"experiment": "", "variant": variant, "test_a": [], "test_b": [], "dev": [],
                "seeds": 0, "epochs": "", "minutes": 0.0}
         seconds = []
         for k in range(args.seeds):
             seed = 13 + k
-            spec = prepared_spec(path, seed, args.epochs, args.max_instances)
+            spec = prepared_spec(path, seed, args.epochs, args.max_instances, args.vectors)
             suffix = f"-max{args.max_instances}" if args.max_instances else ""
             run_dir = Path(args.runs_dir) / f"{path.stem}-e{spec['trainer']['num_epochs']}{suffix}-seed{seed}"
             started = time.time()
@@ -115,17 +117,18 @@ def main(argv=None) -> int:
                        epochs=spec["trainer"]["num_epochs"])
             print(f"{path.stem} seed {seed}: test {json.dumps(test)}", flush=True)
         row["minutes"] = statistics.fmean(seconds) / 60
-        rows.append(row)
+        save_row(store, path.stem, row)
+    order = {p.stem: i for i, p in enumerate(spec_paths())}
+    rows = [r for _, r in sorted(save_row(store).items(), key=lambda kv: order.get(kv[0], len(order)))]
 
     note = [
         "",
-        f"`python benchmarks/sentence_results.py --seeds {args.seeds}"
-        + (f" --epochs {args.epochs}" if args.epochs else "")
-        + (f" --max-instances {args.max_instances}" if args.max_instances else "")
-        + f"` on {device_line()}, {time.strftime('%Y-%m-%d')}. Mean ± std over seeds 13..{12 + args.seeds}, "
-        "in percent. Backbone: a randomly initialised 4-layer char_transformer (no pretrained BERT is "
+        f"`python benchmarks/sentence_results.py` on {device_line()}, {time.strftime('%Y-%m-%d')}. Mean ± std "
+        "over the seeds run (13, 14, ...; the seeds column), in percent; each row's epochs column is its "
+        "trainer.num_epochs. Backbone: a randomly initialised 4-layer char_transformer (no pretrained BERT is "
         "available offline), so the absolute numbers are far below the papers' BERT-based ones; "
-        "compare the rows with each other. THUCNews test = the 10% hash bucket of test.txt; "
+        "compare the rows with each other. `big_vec`: `big` with 50-d SGNS character vectors from "
+        "`benchmarks/pretrain_vectors.py`. THUCNews test = the 10% hash bucket of test.txt; "
         "CMRC 2018 test = the trial set (the official test set is hidden).",
         "",
     ]

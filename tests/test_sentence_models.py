@@ -168,10 +168,12 @@ def test_sentence_specs_validate(path, monkeypatch):
     from multigrain.platform.registry import load_all
 
     monkeypatch.chdir(ROOT)  # the specs name ../shared/data relative to the repository root
-    spec = load_spec(path)
+    spec = load_spec(path, ext_vars={"vectors": "runs/vectors"} if path.stem.endswith("_vec") else None)
     load_all()
-    if path.stem.endswith("_big") and "big" not in Encoder.registry():
-        pytest.skip("the big encoder (encoders/big.py) is not in the tree yet")
+    assert "big" in Encoder.registry()
     validate_spec(spec, str(path))
+    if path.stem.endswith("_vec"):
+        assert spec["model"]["embedder"]["char_pretrained_file"] == "runs/vectors/chars.vec"
+        assert spec["vocabulary"]["pretrained_files"] == {"chars": "runs/vectors/chars.vec"}
     assert (spec["task"], spec["dataset"]) in {("cls", "chnsenticorp"), ("pair", "bq"), ("cls", "thucnews"),
                                                ("mrc", "cmrc2018")}

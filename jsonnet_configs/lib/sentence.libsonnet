@@ -103,6 +103,17 @@ local data = '../shared/data';
     validation_metric: metric,
   },
 
+  // `big` whose character embeddings start from the SGNS vectors in `dir` (chars.vec, 50-d:
+  // benchmarks/pretrain_vectors.py, trained on the shared training text; the paper's BiG used
+  // word2vec). Characters of any split with a vector join the vocabulary.
+  big_vec_spec(dataset, dir, epochs=10, lr=5e-4, batch_size=32)::
+    local base = $.spec(dataset, 'big', epochs, lr, batch_size);
+    base + {
+      model+: { embedder: { type: 'char_bigram', char_dim: 50, bigram_dim: 0, dropout: 0.1,
+                            char_pretrained_file: dir + '/chars.vec' } },
+      vocabulary+: { pretrained_files: { chars: dir + '/chars.vec' } },
+    },
+
   // A complete spec: dataset name x variant (backbone | mwa | hrmf | big).
   spec(dataset, variant, epochs=10, lr=5e-4, batch_size=32)::
     local d = $.datasets[dataset];
