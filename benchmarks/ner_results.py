@@ -7,7 +7,7 @@ number beside ours).
         [--runs-dir runs/ner] [--tracking-uri URI] [--cuda-device N]
 
 Each spec is one tracked training (``multigrain.platform.cli.run_tracked`` with a ``RunLogger``,
-as ``multigrain train`` does) in ``<runs-dir>/<spec>-e<epochs>[-max<N>]``; a finished run
+as ``multigrain train`` does) in ``<runs-dir>/<spec>-e<epochs>[-max<N>]-<spec hash[:8]>``; a finished run
 directory is reused and an unfinished one resumed, so the script can be re-run after an
 interruption. Rows of earlier invocations stay in the table (kept in
 ``<runs-dir>/ner_results.json``); a spec trained again replaces its row. ``--max-instances``
@@ -96,6 +96,7 @@ def table(rows: dict) -> list[str]:
 
 def main(argv=None) -> int:
     from multigrain.platform.cli import train_or_reuse
+    from multigrain.platform.config import spec_hash
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--specs", nargs="*", default=None, help="spec stems, e.g. resume_plte weibo_big")
@@ -133,7 +134,7 @@ def main(argv=None) -> int:
         spec = prepared_spec(path, args.epochs, args.max_instances, args.cuda_device, args.vectors)
         epochs = spec["trainer"]["num_epochs"]
         suffix = f"-max{args.max_instances}" if args.max_instances else ""
-        run_dir = runs_dir / f"{path.stem}-e{epochs}{suffix}"
+        run_dir = runs_dir / f"{path.stem}-e{epochs}{suffix}-{spec_hash(spec)[:8]}"  # a changed spec trains anew
         started = time.time()
         result = train_or_reuse(spec, run_dir, args.tracking_uri, str(path))
         dev, test = result.get("validation") or {}, result.get("test") or {}
