@@ -163,6 +163,17 @@ class MultiHeadAttention(nn.Module):
         q = self.heads(self.q(query))  # [B, h, n, dh]
         if pairs is not None:
             return self.merge(self._ragged(q, shared_k, shared_v, shared_allowed, own_k, own_v, own_allowed, *pairs))
+        scores, allowed = self._column_scores(q, shared_k, shared_allowed, own_k, own_allowed)
+        empty = ~allowed.any(-1, keepdim=True)  # nothing to attend to: a zero attention output
+        a = scores.masked_fill(~(allowed | empty).unsqueeze(1), float("-inf")).softmax(-1)
+        a = a.masked_fill(empty.unsqueeze(1), 0.0)
+        if self.training and self.dropout > 0:
+            a = F.dropout(a, self.dropout)
+        return self.merge(self._column_output(a, shared_k, shared_v, own_v))
+
+    def _column_scores(self, q, shared_k, shared_allowed, own_k, own_allowed):
+        """Scaled scores ``[B, h, n, S + K]`` of the shared then own columns and where they are
+        allowed ``[B, n, S + K]``; ``(None, None)`` when there are neither."""
         scores, allowed = [], []
         if shared_k is not None:
             scores.append(q @ self.heads(shared_k).transpose(-1, -2))  # [B, h, n, S]
@@ -170,49 +181,38 @@ class MultiHeadAttention(nn.Module):
         if own_k is not None:
             scores.append((q.unsqueeze(-2) * self.heads(own_k)).sum(-1))  # [B, h, n, K]
             allowed.append(own_allowed)
-        scores = torch.cat(scores, -1) / math.sqrt(self.head_dim)
-        allowed = torch.cat(allowed, -1)
-        empty = ~allowed.any(-1, keepdim=True)  # nothing to attend to: a zero attention output
-        a = scores.masked_fill(~(allowed | empty).unsqueeze(1), float("-inf")).softmax(-1)
-        a = a.masked_fill(empty.unsqueeze(1), 0.0)
-        if self.training and self.dropout > 0:
-            a = F.dropout(a, self.dropout)
-        out = 0
-        S = 0
+        if not scores:
+            return None, None
+        return torch.cat(scores, -1) / math.sqrt(self.head_dim), torch.cat(allowed, -1)
+
+    def _column_output(self, a, shared_k, shared_v, own_v):
+        """Values ``[B, h, n, dh]`` weighted by ``a [B, h, n, S + K]`` over the shared then own columns."""
+        out, S = 0, 0
         if shared_k is not None:
             S = shared_k.shape[1]
             out = a[..., :S] @ self.heads(shared_v)
-        if own_k is not None:
+        if own_v is not None:
             out = out + (a[..., S:].unsqueeze(-1) * self.heads(own_v)).sum(-2)
-        return self.merge(out)
+        return out
 
     def _ragged(self, q, shared_k, shared_v, shared_allowed, own_k, own_v, own_allowed, index, pair_k, pair_v):
         """:meth:`mixed` with ragged keys: one softmax per query over its dense columns and its
         pairs, normalised with scatter ops. q ``[B, h, n, dh]`` -> ``[B, h, n, dh]``."""
         B, h, n, dh = q.shape
-        scale = 1.0 / math.sqrt(dh)
-        dense_s, dense_ok = [], []  # scores [B, h, n, k] of the shared and own columns, allowed [B, n, k]
-        if shared_k is not None:
-            dense_s.append(q @ self.heads(shared_k).transpose(-1, -2))
-            dense_ok.append(shared_allowed)
-        if own_k is not None:
-            dense_s.append((q.unsqueeze(-2) * self.heads(own_k)).sum(-1))
-            dense_ok.append(own_allowed)
+        dense, ok = self._column_scores(q, shared_k, shared_allowed, own_k, own_allowed)  # [B, h, n, k], [B, n, k]
         flat_q = q.permute(0, 2, 1, 3).reshape(B * n, h, dh)
         pk, pv = pair_k.view(-1, h, dh), pair_v.view(-1, h, dh)
-        pair_s = (flat_q[index] * pk).sum(-1) * scale  # [P, h]
+        pair_s = (flat_q[index] * pk).sum(-1) / math.sqrt(dh)  # [P, h]
         # per-query max (a stabiliser only: no gradient needed) over dense columns and pairs
         top = flat_q.new_full((B * n, h), float("-inf"))
-        if dense_s:
-            dense = torch.cat(dense_s, -1) * scale  # [B, h, n, k]
-            ok = torch.cat(dense_ok, -1).unsqueeze(1)  # [B, 1, n, k]
-            dense = dense.masked_fill(~ok, float("-inf"))
+        if dense is not None:
+            dense = dense.masked_fill(~ok.unsqueeze(1), float("-inf"))
             top = dense.detach().amax(-1).permute(0, 2, 1).reshape(B * n, h)
         top = top.scatter_reduce(0, index.unsqueeze(1).expand(-1, h), pair_s.detach(), "amax")
         top = top.masked_fill(torch.isinf(top), 0.0)
         pair_e = (pair_s - top[index]).exp()  # [P, h]
         total = torch.zeros_like(top).index_add(0, index, pair_e)  # [B * n, h]
-        if dense_s:
+        if dense is not None:
             dense_e = (dense - top.view(B, n, h).permute(0, 2, 1).unsqueeze(-1)).exp()  # [B, h, n, k], 0 where masked
             total = total + dense_e.sum(-1).permute(0, 2, 1).reshape(B * n, h)
         inv = torch.where(total > 0, 1.0 / total.clamp(min=1e-30), torch.zeros_like(total))  # no key: zeros
@@ -221,16 +221,11 @@ class MultiHeadAttention(nn.Module):
             pair_a = F.dropout(pair_a, self.dropout)
         out = torch.zeros_like(flat_q).index_add(0, index, pair_a.unsqueeze(-1) * pv)  # [B * n, h, dh]
         out = out.view(B, n, h, dh).permute(0, 2, 1, 3)
-        if dense_s:
+        if dense is not None:
             a = dense_e * inv.view(B, n, h).permute(0, 2, 1).unsqueeze(-1)
             if self.training and self.dropout > 0:
                 a = F.dropout(a, self.dropout)
-            S = 0
-            if shared_k is not None:
-                S = shared_k.shape[1]
-                out = out + a[..., :S] @ self.heads(shared_v)
-            if own_k is not None:
-                out = out + (a[..., S:].unsqueeze(-1) * self.heads(own_v)).sum(-2)
+            out = out + self._column_output(a, shared_k, shared_v, own_v)
         return out
 
 
