@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test install clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py multigrain/components/heads/_viterbi.c
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# torch first, pinned: it takes the local CPU wheel (an open range pulls a CUDA build)
@@ -23,4 +23,4 @@ test: $(STAMP)
 	$(BIN)/python -m pytest tests
 
 clean:
-	rm -rf $(VENV) runs mlruns.db
+	rm -rf $(VENV) runs mlruns.db build multigrain/components/heads/_viterbi*.so

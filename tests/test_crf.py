@@ -1,11 +1,14 @@
 """CRF and softmax tagging heads: loss wiring, Viterbi against torchcrf and brute force,
 allowed transitions against hand-written tables."""
 import itertools
+import shutil
+import sysconfig
 
 import pytest
 import torch
 from torchcrf import CRF
 
+from multigrain.components.heads import crf as crf_module
 from multigrain.components.heads.crf import CrfHead, viterbi_decode
 from multigrain.components.heads.softmax_tagger import SoftmaxTaggerHead
 from multigrain.components.tag_schemes import allowed_transitions
@@ -34,20 +37,51 @@ def path_scores(paths, em, trans, start, end):
     return s + trans[paths[:, :-1], paths[:, 1:]].sum(1)
 
 
+@pytest.fixture(params=["native", "torch"])
+def decoder(request, monkeypatch):
+    """Runs a test with each CPU decoder: the compiled kernel and the PyTorch ops (the GPU's)."""
+    if request.param == "torch":
+        monkeypatch.setattr(crf_module, "_native", None)
+    elif crf_module._native is None:
+        compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+        if shutil.which(compiler) is None:
+            pytest.skip(f"no C compiler ({compiler}): the kernel is optional and was not built")
+        pytest.fail("multigrain.components.heads._viterbi was not built although a C compiler exists: "
+                    "reinstall with `pip install -e .` and read the build log")
+    return request.param
+
+
+def test_native_kernel_rejects_inconsistent_buffers():
+    if crf_module._native is None:
+        pytest.skip("kernel not built")
+    import numpy as np
+    em, lengths = np.zeros((4, 3, 2), np.float32), np.full(2, 4, np.int64)
+    trans, start, end = np.zeros((3, 3), np.float32), np.zeros(3, np.float32), np.zeros(3, np.float32)
+    path = np.zeros((2, 4), np.int64)
+    crf_module._native.decode(em, lengths, trans, start, end, path, 4, 3, 2, False)
+    with pytest.raises(ValueError, match="emissions: expected 96 bytes, got 48"):
+        crf_module._native.decode(em[:2].copy(), lengths, trans, start, end, path, 4, 3, 2, False)
+    with pytest.raises(ValueError, match=r"lengths\[1\] = 5 is outside \[1, 4\]"):
+        crf_module._native.decode(em, np.array([4, 5]), trans, start, end, path, 4, 3, 2, False)
+    with pytest.raises(ValueError, match="emissions: expected 192 bytes"):  # float32 data said to be float64
+        crf_module._native.decode(em, lengths, trans, start, end, path, 4, 3, 2, True)
+
+
 def test_registered():
     assert Head.by_name("crf") is CrfHead and Head.by_name("softmax_tagger") is SoftmaxTaggerHead
 
 
-def test_viterbi_equals_torchcrf_decode():
+def test_viterbi_equals_torchcrf_decode(decoder):
     g = torch.Generator().manual_seed(0)
     for i in range(250):
         B, n, K = (int(torch.randint(lo, hi, (1,), generator=g)) for lo, hi in ((1, 7), (1, 26), (1, 14)))
-        crf = CRF(K, batch_first=True)
+        dtype = torch.float64 if i % 3 == 0 else torch.float32
+        crf = CRF(K, batch_first=True).to(dtype)
         with torch.no_grad():
             for p in crf.parameters():
                 p.normal_(generator=g)
         mask, lengths = random_mask(g, B, n)
-        emissions = torch.randn(B, n, K, generator=g) * 3
+        emissions = torch.randn(B, n, K, generator=g, dtype=dtype) * 3
         if i % 5 == 0:  # garbage on padding must not matter
             emissions = emissions.masked_fill(~mask.unsqueeze(2), float("nan"))
         ours = viterbi_decode(emissions, mask, crf.transitions, crf.start_transitions, crf.end_transitions)
@@ -57,7 +91,7 @@ def test_viterbi_equals_torchcrf_decode():
         assert not ours[~mask].any()
 
 
-def test_viterbi_ties_break_like_torchcrf():
+def test_viterbi_ties_break_like_torchcrf(decoder):
     """Integer scores make many exact ties: both pick the lowest previous tag."""
     g = torch.Generator().manual_seed(1)
     for _ in range(200):
@@ -73,7 +107,7 @@ def test_viterbi_ties_break_like_torchcrf():
 
 
 @pytest.mark.parametrize("scheme", ["BIO", "BIOES", "BMES"])
-def test_constrained_decoding_never_breaks_the_scheme(scheme):
+def test_constrained_decoding_never_breaks_the_scheme(scheme, decoder):
     prefixes = {"BIO": "BI", "BIOES": "BIES", "BMES": "BMES"}[scheme]
     labels = ["O"] + [f"{p}-{t}" for t in ("PER", "LOC", "ORG.NAM") for p in prefixes]
     K = len(labels)
@@ -92,7 +126,7 @@ def test_constrained_decoding_never_breaks_the_scheme(scheme):
 
 
 @pytest.mark.parametrize("scheme", ["BIO", "BIOES", "BMES"])
-def test_constrained_decoding_equals_brute_force(scheme):
+def test_constrained_decoding_equals_brute_force(scheme, decoder):
     labels = LABELS[scheme]
     K = len(labels)
     start_ok, end_ok, trans_ok = allowed_transitions(labels, scheme)
@@ -112,7 +146,7 @@ def test_constrained_decoding_equals_brute_force(scheme):
             assert paths[b, :L].tolist() == best.tolist()
 
 
-def test_no_valid_path_still_decodes():
+def test_no_valid_path_still_decodes(decoder):
     """A label set where nothing may start (only I- tags in BIO) still yields a path."""
     labels = ["I-A", "I-B"]
     allowed = allowed_transitions(labels, "BIO")

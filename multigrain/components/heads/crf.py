@@ -11,6 +11,11 @@ from torchcrf import CRF
 from multigrain.components.heads.tagging import SchemeTaggingHead
 from multigrain.platform.kinds import Head
 
+try:  # built by setup.py at install; optional (no C compiler: the PyTorch decoder)
+    from multigrain.components.heads import _viterbi as _native
+except ImportError:  # pragma: no cover - depends on the install
+    _native = None
+
 #: score given to a forbidden start, end or transition: large enough to lose to any valid path
 #: for realistic emissions, finite so that a sentence with no valid path still gets the path
 #: with fewest violations (and no inf - inf = nan).
@@ -31,16 +36,9 @@ def viterbi_decode(emissions: torch.Tensor, mask: torch.Tensor, transitions: tor
     ``allowed``: optional bool (start_ok [K], end_ok [K], trans_ok [K, K]) whose False entries
     score :data:`FORBIDDEN`.
 
-    Same arithmetic, hence the same paths (ties to the lowest tag), as ``torchcrf.CRF.decode``,
-    with no host sync and few tensor ops (small ops cost their dispatch, not their size):
-
-    - the forward loop keeps only the max (``amax`` is vectorised, ``max``'s indices are not):
-      three ops per step, writing into a preallocated ``[n, K, B]`` buffer;
-    - backpointers are then recovered for all steps at once, vectorised, as the lowest
-      previous tag whose candidate equals the step's max; padded steps become identity maps,
-      so every row is traced back from position n-1;
-    - backtracking is one ``gather`` per step into a preallocated buffer (numpy indexing on
-      the CPU).
+    Same arithmetic, hence the same paths (ties to the lowest tag), as ``torchcrf.CRF.decode``.
+    On the CPU (float32/float64) the compiled kernel :mod:`._viterbi` decodes; elsewhere, or
+    when it was not built (no C compiler at install), :func:`_decode_torch`, with no host sync.
     """
     with torch.no_grad():
         em = emissions.detach()
@@ -55,17 +53,49 @@ def viterbi_decode(emissions: torch.Tensor, mask: torch.Tensor, transitions: tor
             trans = trans.masked_fill(~trans_ok, FORBIDDEN)
         mask = mask.to(device=device, dtype=torch.bool)
         B, n, K = em.shape
-        if n == 0:
-            return torch.zeros(B, 0, dtype=torch.long, device=device)
-        # [n, K, B]. Scores past a row's end are computed too but never used (their pointers
-        # become the identity), so padded emissions may hold anything, even NaN.
-        e = em.permute(1, 2, 0).contiguous()
-        scores = _forward_scores(e, trans, start)
-        pointers = _backpointers(scores, e, trans, mask)
-        lengths = mask.sum(1)
-        final = scores[lengths - 1, :, torch.arange(B, device=device)] + end  # [B, K]
-        path = _backtrack(pointers, final.argmax(1))  # [n, B]
-        return path.t().masked_fill(~mask, 0)
+        if n == 0 or B == 0:
+            return torch.zeros(B, n, dtype=torch.long, device=device)
+        if device.type == "cpu" and dtype in (torch.float32, torch.float64) and _native is not None:
+            return _decode_native(em, mask, trans, start, end)
+        return _decode_torch(em, mask, trans, start, end)
+
+
+def _decode_native(em: torch.Tensor, mask: torch.Tensor, trans: torch.Tensor, start: torch.Tensor,
+                   end: torch.Tensor) -> torch.Tensor:
+    """The compiled kernel: one pass per step over [K, K, B] candidates, backpointers kept as it
+    goes, no op dispatch per step. Inputs as :func:`viterbi_decode` gets them, on the CPU."""
+    B, n, K = em.shape
+    e = em.permute(1, 2, 0).contiguous()  # [n, K, B]: the kernel's loops over sentences vectorise
+    lengths = mask.sum(1, dtype=torch.int64).clamp_(min=1)  # a row with no token: decoded as one, then zeroed
+    path = torch.empty(B, n, dtype=torch.long)
+    arrays = [x.contiguous().numpy() for x in (e, lengths, trans, start, end)]
+    _native.decode(*arrays, path.numpy(), n, K, B, e.dtype == torch.float64)
+    return path.masked_fill_(~mask, 0)
+
+
+def _decode_torch(em: torch.Tensor, mask: torch.Tensor, trans: torch.Tensor, start: torch.Tensor,
+                  end: torch.Tensor) -> torch.Tensor:
+    """Any device, few tensor ops (small ops cost their dispatch, not their size):
+
+    - the forward loop keeps only the max (``amax`` is vectorised, ``max``'s indices are not):
+      three ops per step, writing into a preallocated ``[n, K, B]`` buffer;
+    - backpointers are then recovered for all steps at once, vectorised, as the lowest
+      previous tag whose candidate equals the step's max; padded steps become identity maps,
+      so every row is traced back from position n-1;
+    - backtracking is one ``gather`` per step into a preallocated buffer (numpy indexing on
+      the CPU).
+    """
+    B, n, K = em.shape
+    device = em.device
+    # [n, K, B]. Scores past a row's end are computed too but never used (their pointers
+    # become the identity), so padded emissions may hold anything, even NaN.
+    e = em.permute(1, 2, 0).contiguous()
+    scores = _forward_scores(e, trans, start)
+    pointers = _backpointers(scores, e, trans, mask)
+    lengths = mask.sum(1)
+    final = scores[lengths - 1, :, torch.arange(B, device=device)] + end  # [B, K]
+    path = _backtrack(pointers, final.argmax(1))  # [n, B]
+    return path.t().masked_fill(~mask, 0)
 
 
 def _forward_scores(e: torch.Tensor, trans: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
