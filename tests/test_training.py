@@ -140,3 +140,29 @@ def test_missing_pretrained_file_is_a_configuration_error(tmp_path, tiny_files):
     with pytest.raises(ConfigurationError, match=r"vocabulary\.pretrained_files\.chars: no such file"):
         train_experiment(spec, tmp_path / "run")
     assert not (tmp_path / "run" / "best.pt").exists()
+
+
+@pytest.mark.parametrize("name", ["adam", "adamw"])
+def test_adam_is_fused_by_default_and_follows_torch_foreach_adam(name):
+    """The registered Adam/AdamW take torch's fused kernel on the CPU; its steps equal the
+    unfused (foreach) implementation's within float rounding; ``fused: false`` is honoured."""
+    from multigrain.platform.kinds import Optimizer
+
+    cls = Optimizer.by_name(name)
+    reference_cls = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}[name]
+    g = torch.Generator().manual_seed(0)
+    ours_params = [torch.nn.Parameter(torch.randn(50, 7, generator=g)), torch.nn.Parameter(torch.randn(7, generator=g))]
+    ref_params = [torch.nn.Parameter(p.detach().clone()) for p in ours_params]
+    ours = cls(ours_params, lr=1e-2, weight_decay=0.1)
+    ref = reference_cls(ref_params, lr=1e-2, weight_decay=0.1, foreach=True)
+    assert ours.defaults["fused"] is True
+    assert cls(ref_params, fused=False).defaults["fused"] is False
+    for _ in range(20):
+        grads = [torch.randn(p.shape, generator=g) for p in ours_params]
+        for params, opt in ((ours_params, ours), (ref_params, ref)):
+            for p, grad in zip(params, grads):
+                p.grad = grad.clone()
+            opt.step()
+    for a, b in zip(ours_params, ref_params):
+        assert not torch.equal(a, a.new_zeros(a.shape))
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
