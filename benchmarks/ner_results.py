@@ -63,6 +63,7 @@ def prepared_spec(path: Path, epochs: int | None, max_instances: int | None, cud
 
     spec = load_spec(str(path), ext_vars={"vectors": vectors} if path.stem.endswith("_vec") else None)
     if epochs is not None:
+        spec["trainer"]["spec_num_epochs"] = spec["trainer"]["num_epochs"]  # popped by the caller
         spec["trainer"]["num_epochs"] = epochs
     if cuda_device is not None:
         spec["trainer"]["cuda_device"] = cuda_device
@@ -134,13 +135,16 @@ def main(argv=None) -> int:
     for dataset, model in chosen:
         path = spec_path(dataset, model)
         spec = prepared_spec(path, args.epochs, args.max_instances, args.cuda_device, args.vectors)
-        epochs = spec["trainer"]["num_epochs"]
+        epochs, own_epochs = spec["trainer"]["num_epochs"], spec["trainer"].pop("spec_num_epochs", None)
         suffix = f"-max{args.max_instances}" if args.max_instances else ""
         run_dir = runs_dir / f"{path.stem}-e{epochs}{suffix}-{spec_hash(spec)[:8]}"  # a changed spec trains anew
         started = time.time()
         result = train_or_reuse(spec, run_dir, args.tracking_uri, str(path))
         dev, test = result.get("validation") or {}, result.get("test") or {}
-        note = f"smoke test: {args.max_instances} examples per split" if args.max_instances else ""
+        notes = [f"smoke test: {args.max_instances} examples per split"] if args.max_instances else []
+        if own_epochs is not None and own_epochs != epochs:
+            notes.append(f"--epochs {epochs} (spec: {own_epochs})")
+        note = "; ".join(notes)
         row = {"dataset": dataset, "model": model, "dev_f1": dev.get("f1"), "test_f1": test.get("f1"),
                "paper": PAPER.get((dataset, model.removesuffix("_vec")), "–"),
                "epochs": result.get("epochs_completed", epochs), "best_epoch": result.get("best_epoch", "–"),
