@@ -156,6 +156,7 @@ def test_adam_is_fused_by_default_and_follows_torch_foreach_adam(name):
     ours = cls(ours_params, lr=1e-2, weight_decay=0.1)
     ref = reference_cls(ref_params, lr=1e-2, weight_decay=0.1, foreach=True)
     assert ours.defaults["fused"] is True
+    assert cls(ref_params).defaults["weight_decay"] == {"adam": 0.0, "adamw": 0.01}[name]  # torch's defaults
     assert cls(ref_params, fused=False).defaults["fused"] is False
     for _ in range(20):
         grads = [torch.randn(p.shape, generator=g) for p in ours_params]
