@@ -58,12 +58,13 @@ def spec_path(dataset: str, model: str) -> Path:
 
 
 def prepared_spec(path: Path, epochs: int | None, max_instances: int | None, cuda_device: int | None,
-                  vectors: str) -> dict:
+                  vectors: str) -> tuple[dict, int]:
+    """The spec with the command line's overrides, and the number of epochs the spec itself sets."""
     from multigrain.platform.config import load_spec
 
     spec = load_spec(str(path), ext_vars={"vectors": vectors} if path.stem.endswith("_vec") else None)
+    own_epochs = spec["trainer"]["num_epochs"]
     if epochs is not None:
-        spec["trainer"]["spec_num_epochs"] = spec["trainer"]["num_epochs"]  # popped by the caller
         spec["trainer"]["num_epochs"] = epochs
     if cuda_device is not None:
         spec["trainer"]["cuda_device"] = cuda_device
@@ -71,7 +72,7 @@ def prepared_spec(path: Path, epochs: int | None, max_instances: int | None, cud
         for key in ("dataset_reader", "validation_dataset_reader", "test_dataset_reader"):
             if key in spec:
                 spec[key]["max_instances"] = max_instances
-    return spec
+    return spec, own_epochs
 
 
 def device_line() -> str:
@@ -134,15 +135,15 @@ def main(argv=None) -> int:
     rows = save_row(store)
     for dataset, model in chosen:
         path = spec_path(dataset, model)
-        spec = prepared_spec(path, args.epochs, args.max_instances, args.cuda_device, args.vectors)
-        epochs, own_epochs = spec["trainer"]["num_epochs"], spec["trainer"].pop("spec_num_epochs", None)
+        spec, own_epochs = prepared_spec(path, args.epochs, args.max_instances, args.cuda_device, args.vectors)
+        epochs = spec["trainer"]["num_epochs"]
         suffix = f"-max{args.max_instances}" if args.max_instances else ""
         run_dir = runs_dir / f"{path.stem}-e{epochs}{suffix}-{spec_hash(spec)[:8]}"  # a changed spec trains anew
         started = time.time()
         result = train_or_reuse(spec, run_dir, args.tracking_uri, str(path))
         dev, test = result.get("validation") or {}, result.get("test") or {}
         notes = [f"smoke test: {args.max_instances} examples per split"] if args.max_instances else []
-        if own_epochs is not None and own_epochs != epochs:
+        if own_epochs != epochs:
             notes.append(f"--epochs {epochs} (spec: {own_epochs})")
         note = "; ".join(notes)
         row = {"dataset": dataset, "model": model, "dev_f1": dev.get("f1"), "test_f1": test.get("f1"),
