@@ -2,8 +2,8 @@
 
 B=32 sentences of n=100 characters, K=13 tags (BMES with 3 types), random emissions, full
 mask, unconstrained. All must return identical paths. ``viterbi_decode`` runs the compiled
-kernel on the CPU; its PyTorch-ops decoder (what a GPU runs) is timed beside it. Median of 30 runs (alternating rounds),
-with one intra-op thread and with torch's default. Writes the ``## CRF decode`` section of
+kernel on the CPU; its PyTorch-ops decoder (what a GPU runs) is timed beside it. Median of 30
+runs (alternating rounds), with one intra-op thread and with torch's default. Writes the ``## CRF decode`` section of
 benchmarks/RESULTS.md (replacing it on re-run, leaving the other sections alone).
 
     python benchmarks/crf_decode.py [--no-write]
