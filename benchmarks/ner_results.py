@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 SECTION = "## NER results"
 DATASETS = ["resume", "weibo", "msra"]
 MODELS = ["bilstm_crf", "transformer", "star", "lattice_lstm", "plte", "plte_sgd", "big", "bilstm_big",
-          "bilstm_crf_vec", "lattice_lstm_vec", "plte_vec", "big_vec", "bilstm_big_vec"]
+          "bilstm_crf_vec", "lattice_lstm_vec", "plte_vec", "plte_sgd_vec", "big_vec", "bilstm_big_vec"]
 
 # Test F1 reported by the papers (DESIGN §10 and the papers' tables); "BERT" marks numbers obtained
 # on BERT representations, which we do not have (our models start from random embeddings).

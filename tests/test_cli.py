@@ -47,6 +47,8 @@ def test_train_track_leaderboard_evaluate_predict(tmp_path):
     assert abs(run.data.metrics["test_f1"] - result["test"]["f1"]) < 1e-9
     history = client.get_metric_history(run.info.run_id, "validation_f1")
     assert [m.step for m in history] == [1, 2]
+    # training batches are not decoded: the epoch's training record is its loss, no zero F1
+    assert "train_loss" in run.data.metrics and not any(k.startswith("train_f1") for k in run.data.metrics)
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert {"config.json", "metrics.json", "test_report.json"} <= artifacts
 

@@ -20,7 +20,7 @@ def test_every_dataset_has_every_model():
     for dataset in ("resume", "weibo", "msra"):
         for model in ("bilstm_crf", "transformer", "star", "lattice_lstm", "plte", "plte_sgd", "big"):
             assert f"{dataset}_{model}" in stems
-        for model in ("bilstm_crf", "lattice_lstm", "plte", "big"):
+        for model in ("bilstm_crf", "lattice_lstm", "plte", "plte_sgd", "big", "bilstm_big"):
             assert f"{dataset}_{model}_vec" in stems
 
 

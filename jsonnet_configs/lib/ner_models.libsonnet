@@ -131,7 +131,7 @@ local ner = import 'ner.libsonnet';
   // and word vectors in the directory given by the ext var `vectors` (chars.vec, bigrams.vec,
   // words.vec: benchmarks/pretrain_vectors.py trains them on the shared training text, as no
   // Giga-word vectors are reachable here). Tokens of any split with a vector join the vocabulary.
-  vector_models:: ['bilstm_crf', 'lattice_lstm', 'plte', 'big', 'bilstm_big'],
+  vector_models:: ['bilstm_crf', 'lattice_lstm', 'plte', 'plte_sgd', 'big', 'bilstm_big'],
   vector_files(dir):: { chars: dir + '/chars.vec', bigrams: dir + '/bigrams.vec', words: dir + '/words.vec' },
   with_vectors(model, dir)::
     local f = $.vector_files(dir);
