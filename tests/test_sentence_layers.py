@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from multigrain.components.encoders.hrmf import HrmfEncoder
-from multigrain.components.encoders.mwa import MwaEncoder, word_aligned_pool
+from multigrain.components.encoders.mwa import MwaEncoder, segment_argmax, segment_sum, word_aligned_attend, word_bounds
 from multigrain.components.heads.span import best_spans
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.vocab import Vocabulary
@@ -56,19 +56,53 @@ def pool_loop(A, seg, lam, pool_over):
     return out
 
 
+def test_word_bounds_and_segment_scans_equal_loops():
+    gen = torch.Generator().manual_seed(3)
+    lengths, n = [11, 4, 1, 16], 16
+    seg = random_segmentation(lengths, n, gen)[:, 0]
+    seg[3] = torch.tensor([0] * 9 + [1] * 7)  # a 9-character word: four doubling steps
+    start, end = word_bounds(seg)
+    x = torch.randn(4, 2, n, n, generator=gen).round(decimals=1)  # ties: the first maximum wins
+    running_sum = segment_sum(x, start)
+    rows, cols = segment_argmax(x, start, 2), segment_argmax(x, start, 3)
+    for b, nb in enumerate(lengths):
+        for idx in words_of(seg[b]):
+            for k, i in enumerate(idx):
+                assert (start[b, i], end[b, i]) == (idx[0], idx[-1])
+                assert torch.allclose(running_sum[b, :, i], x[b, :, idx[: k + 1]].sum(1), atol=1e-6)
+                assert torch.equal(rows[b, :, i], torch.tensor(idx)[x[b, :, idx[: k + 1]].argmax(1)])
+                assert torch.equal(cols[b, :, :, i], torch.tensor(idx)[x[b, :, :, idx[: k + 1]].argmax(2)])
+        for i in range(nb, n):  # padding: a word of its own
+            assert (start[b, i], end[b, i]) == (i, i)
+
+
 @pytest.mark.parametrize("pool_over", ["query", "key"])
-def test_word_aligned_pool_equals_per_word_loop(pool_over):
+def test_word_aligned_attention_equals_per_word_loop(pool_over):
     gen = torch.Generator().manual_seed(0)
     lengths, n = [7, 3, 9], 9
     A = torch.rand(3, 2, n, n, generator=gen)
+    A = A.masked_fill(~mask_of(lengths, n)[:, None, None, :], 0.0)  # padding keys, as after the softmax
+    V = torch.randn(3, 2, n, 4, generator=gen)
     seg = random_segmentation(lengths, n, gen)[:, 0]
-    lam = torch.tensor(0.3)
-    fast = word_aligned_pool(A, seg, lam, pool_over)
-    slow = pool_loop(A, seg, 0.3, pool_over)
+    A.requires_grad_(True)
+    V.requires_grad_(True)
+    lam = torch.tensor(0.3, requires_grad=True)
+    fast = word_aligned_attend(A, V, seg, lam, pool_over)
+    slow = pool_loop(A, seg, lam, pool_over)
+    weights = torch.randn(fast.shape, generator=gen)
     for b, nb in enumerate(lengths):
-        assert torch.allclose(fast[b, :, :nb, :nb], slow[b, :, :nb, :nb], atol=1e-6)
+        assert torch.allclose(fast[b, :, :nb], slow[b, :, :nb] @ V[b], atol=1e-5)
+    # the same gradients as the explicit formulation (real rows and columns: padding ties aside)
+    real = [(b, nb) for b, nb in enumerate(lengths)]
+    grads = [torch.autograd.grad(sum((out(b) * weights[b, :, :nb]).sum() for b, nb in real), (A, V, lam))
+             for out in (lambda b: fast[b, :, :lengths[b]], lambda b: (slow[b] @ V[b])[:, :lengths[b]])]
+    for b, nb in real:
+        assert torch.allclose(grads[0][0][b, :, :nb, :nb], grads[1][0][b, :, :nb, :nb], atol=1e-5)
+        assert torch.allclose(grads[0][1][b, :, :nb], grads[1][1][b, :, :nb], atol=1e-5)
+    assert torch.allclose(grads[0][2], grads[1][2], atol=1e-5)
     # at least one multi-character word changed something
-    assert not torch.allclose(fast[0, :, :7, :7], A[0, :, :7, :7])
+    assert not torch.allclose(slow[0, :, :7, :7], A[0, :, :7, :7])
+    assert fast.shape == V.shape
 
 
 @pytest.mark.parametrize("pool_over,add_input", [("query", False), ("key", True)])

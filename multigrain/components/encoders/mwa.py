@@ -11,8 +11,10 @@ Given character states H [B, n, d] and S segmentations ``seg_ids [B, S, n]`` (fr
     out = sum_s tanh(H_s W_g)  (+ H with ``add_input``)                  (eq. 8)
 
 The attention projections are shared by the segmentations (so A is computed once); λ is one
-learnable scalar (init 0.5). The pooling is a ``scatter_reduce`` over the segment ids, with no
-loop over words; the loop over segmentations is over S (a handful).
+learnable scalar (init 0.5). ``A'_s V`` is computed without building ``A'_s``: the mean part
+is linear (pooled ``A V`` rows, or ``A`` times word-mean values), the max part gathers the
+attention entries found by a running arg-max within words (log2 of the longest word
+elementwise steps, no loop over words); the loop over segmentations is over S (a handful).
 """
 from __future__ import annotations
 
@@ -26,29 +28,94 @@ from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.kinds import Encoder
 
 
-def word_aligned_pool(attention: torch.Tensor, seg_ids: torch.Tensor, lam: torch.Tensor,
-                      pool_over: str = "query") -> torch.Tensor:
-    """Mixed max/mean pooling of attention rows (``query``) or columns (``key``) within words.
+def word_bounds(seg_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """First and last position of each position's word: ``seg_ids [B, n]`` -> two ``[B, n]``.
 
-    attention ``[B, h, n, n]``; seg_ids ``[B, n]`` word index of each position (-1 = padding,
-    pooled apart from everything real). Returns ``[B, h, n, n]``.
+    A word is a run of equal ids (segmentations are contiguous); every padding position (-1)
+    is a word of its own.
     """
-    B, h, n, _ = attention.shape
-    slots = seg_ids.masked_fill(seg_ids < 0, n)  # padding -> a spare slot n
-    dim = 2 if pool_over == "query" else 3
+    B, n = seg_ids.shape
+    pos = torch.arange(n, device=seg_ids.device).expand(B, n)
+    first = torch.ones_like(seg_ids, dtype=torch.bool)
+    first[:, 1:] = (seg_ids[:, 1:] != seg_ids[:, :-1]) | (seg_ids[:, 1:] < 0)
+    last = torch.ones_like(first)
+    last[:, :-1] = first[:, 1:]
+    start = torch.where(first, pos, 0).cummax(1).values
+    end = torch.where(last, pos, n).flip(1).cummin(1).values.flip(1)
+    return start, end
+
+
+def _doubling_steps(start: torch.Tensor, n: int):
+    """Hillis-Steele doubling within words: yields (step, valid [B, n - step]) where ``valid``
+    says the position ``step`` back lies in the same word; ceil(log2(longest word)) steps."""
+    offset = torch.arange(n, device=start.device) - start  # position within its word, [B, n]
+    longest = int(offset.max()) + 1 if n else 0
+    step = 1
+    while step < longest:
+        yield step, offset[:, step:] >= step
+        step *= 2
+
+
+def segment_sum(x: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
+    """Running sum within words along dim 2 of x ``[B, h, n, k]``; start ``[B, n]`` from
+    :func:`word_bounds`. At a word's last position: the sum over the word."""
+    n = x.shape[2]
+    for step, valid in _doubling_steps(start, n):
+        hi = x[:, :, step:]
+        x = torch.cat([x[:, :, :step], torch.where(valid[:, None, :, None], hi + x[:, :, : n - step], hi)], 2)
+    return x
+
+
+@torch.no_grad()
+def segment_argmax(x: torch.Tensor, start: torch.Tensor, dim: int) -> torch.Tensor:
+    """Index along ``dim`` (2 or 3) of the running maximum within words of x ``[B, h, n, n]``:
+    at a word's last position, where in the word the maximum is (first one on ties). Computed
+    without autograd; ``x.gather(dim, index)`` then takes the maximum with a gather's cheap
+    backward, where a differentiable scan would keep every step's masks."""
+    n = x.shape[dim]
+    shape = [1, 1, 1, 1]
+    shape[dim] = n
+    best = x.clone()
+    index = torch.arange(n, device=x.device, dtype=torch.int32).view(shape).expand_as(x).clone()
+    for step, valid in _doubling_steps(start, n):
+        shape = [x.shape[0], 1, 1, 1]
+        shape[dim] = n - step
+        head, tail = best.narrow(dim, 0, n - step), best.narrow(dim, step, n - step)
+        earlier = valid.view(shape) & (head >= tail)
+        new_index = torch.where(earlier, index.narrow(dim, 0, n - step), index.narrow(dim, step, n - step))
+        best.narrow(dim, step, n - step).copy_(torch.where(earlier, head, tail))
+        index.narrow(dim, step, n - step).copy_(new_index)
+    return index.long()  # int32 while scanning: half the memory traffic
+
+
+def word_aligned_attend(attention: torch.Tensor, values: torch.Tensor, seg_ids: torch.Tensor, lam: torch.Tensor,
+                        pool_over: str = "query", attended: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """``A' V``: attention pooled within words (λ·max + (1-λ)·mean), applied to the values.
+
+    attention ``[B, h, n, n]``; values ``[B, h, n, dk]``; seg_ids ``[B, n]`` (-1 = padding);
+    ``attended`` = ``attention @ values`` when the caller already has it. Returns ``[B, h, n, dk]``.
+
+    The mean is linear, so it never needs pooled ``[n, n]`` rows: with ``query`` pooling (a
+    word's rows) it is the mean of the word's ``A V`` rows; with ``key`` pooling (a word's
+    columns) it is ``A`` times each character's word-mean value. The max takes, per word and
+    column (``query``) or per row and word (``key``), the attention entry where it lies.
+    """
+    B, h, n, dk = values.shape
+    start, end = word_bounds(seg_ids)
+    length = (end - start + 1).to(values.dtype)[:, None, :, None]              # [B, 1, n, 1]
+    last = end[:, None, :, None]
     if pool_over == "query":
-        index = slots[:, None, :, None].expand(B, h, n, n)
-        size = (B, h, n + 1, n)
-    elif pool_over == "key":
-        index = slots[:, None, None, :].expand(B, h, n, n)
-        size = (B, h, n, n + 1)
-    else:
-        raise ValueError(f"pool_over must be 'query' or 'key', got {pool_over!r}")
-    empty = attention.new_zeros(size)
-    maxed = empty.scatter_reduce(dim, index, attention, "amax", include_self=False)
-    mean = empty.scatter_reduce(dim, index, attention, "mean", include_self=False)
-    pooled = lam * maxed + (1 - lam) * mean
-    return pooled.gather(dim, index)
+        if attended is None:
+            attended = attention @ values
+        maxed = attention.gather(2, segment_argmax(attention, start, 2)) @ values  # row i: max over i's word so far
+        mixed = lam * maxed + (1 - lam) * segment_sum(attended, start) / length
+        return mixed.gather(2, last.expand(B, h, n, dk))                        # every row from its word's end
+    if pool_over == "key":
+        word_values = segment_sum(values, start).gather(2, last.expand(B, h, n, dk))  # [B, h, n, dk] sum of j's word
+        is_end = (end == torch.arange(n, device=end.device))[:, None, None, :]
+        maxed = attention.gather(3, segment_argmax(attention, start, 3)) * is_end  # column e: max over e's word
+        return lam * (maxed @ word_values) + (1 - lam) * (attention @ (word_values / length))
+    raise ValueError(f"pool_over must be 'query' or 'key', got {pool_over!r}")
 
 
 @Encoder.register("mwa")
@@ -108,9 +175,10 @@ class MwaEncoder(Encoder):
         B, n, d = inputs.shape
         attention = self.attention(inputs, mask)
         values = self._heads(self.value(inputs))
+        attended = attention @ values if self.pool_over == "query" else None  # shared by the segmentations
         fused = inputs if self.add_input else torch.zeros_like(inputs)
         for s in rows:
-            aligned = word_aligned_pool(attention, seg[:, s], self.lam, self.pool_over)
-            states = (aligned @ values).transpose(1, 2).reshape(B, n, d)
+            aligned = word_aligned_attend(attention, values, seg[:, s], self.lam, self.pool_over, attended)
+            states = aligned.transpose(1, 2).reshape(B, n, d)
             fused = fused + torch.tanh(self.gate(self.output(states)))
         return self.dropout(fused)
