@@ -1,14 +1,21 @@
 """Sentence-task results: train every sentence spec with several seeds, write mean ± std.
 
     python benchmarks/sentence_results.py [--seeds 3] [--epochs N] [--only chnsenticorp_mwa ...]
-        [--max-instances N] [--results benchmarks/RESULTS.md] [--runs-dir runs/sentence]
-        [--tracking-uri URI]
+        [-o KEY.PATH=VALUE ... --tag NAME] [--max-instances N] [--results benchmarks/RESULTS.md]
+        [--runs-dir runs/sentence] [--tracking-uri URI]
 
 Each (spec, seed) is one MLflow-tracked training (``multigrain.platform.cli.run_tracked``) in its
 own run directory; a finished run directory is reused, an unfinished one resumed. The table goes
 into the ``## Sentence results`` section of the results file; the other sections are left as
 they are (the file is locked while it is rewritten). ``--max-instances`` cuts every split (for
 a smoke test; say so when quoting numbers).
+
+``-o`` overrides every chosen spec as ``multigrain train -o`` does (the key must exist); ``--tag``
+names such a configuration: its rows (``mwa [small]``) and run directories are its own, and the
+overrides are listed under the table. For example the CPU-sized backbone of the comparisons:
+
+    python benchmarks/sentence_results.py --only chnsenticorp_backbone chnsenticorp_mwa chnsenticorp_hrmf \
+        --tag small -o model.embedder.num_layers=2 -o model.embedder.hidden_size=128 --epochs 5
 """
 from __future__ import annotations
 
@@ -36,10 +43,10 @@ def spec_paths() -> list[Path]:
 
 
 def prepared_spec(path: Path, seed: int, epochs: int | None, max_instances: int | None,
-                  vectors: str = "runs/vectors") -> dict:
+                  vectors: str = "runs/vectors", overrides: list[str] = ()) -> dict:
     from multigrain.platform.config import load_spec
 
-    spec = load_spec(path, ext_vars={"vectors": vectors} if path.stem.endswith("_vec") else None)
+    spec = load_spec(path, overrides, ext_vars={"vectors": vectors} if path.stem.endswith("_vec") else None)
     spec["seed"] = seed
     if epochs is not None:
         spec["trainer"]["num_epochs"] = epochs
@@ -62,8 +69,13 @@ def table(rows: list[dict]) -> list[str]:
     lines = ["| experiment | model | test acc / EM | test macro-F1 / F1 | dev acc / F1 | seeds | epochs | min/run |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['experiment']} | {r['variant']} | {mean_std(r['test_a'])} | {mean_std(r['test_b'])} | "
+        model = f"{r['variant']} [{r['tag']}]" if r.get("tag") else r["variant"]
+        lines.append(f"| {r['experiment']} | {model} | {mean_std(r['test_a'])} | {mean_std(r['test_b'])} | "
                      f"{mean_std(r['dev'])} | {r['seeds']} | {r['epochs']} | {r['minutes']:.1f} |")
+    tags = {r["tag"]: r["overrides"] for r in rows if r.get("tag")}
+    if tags:
+        lines.append("")
+        lines += [f"[{tag}]: " + " ".join(f"`-o {o}`" for o in overrides) for tag, overrides in sorted(tags.items())]
     return lines
 
 
@@ -87,7 +99,14 @@ def main(argv=None) -> int:
     parser.add_argument("--runs-dir", default="runs/sentence")
     parser.add_argument("--tracking-uri", default=None)
     parser.add_argument("--vectors", default="runs/vectors", help="directory of chars.vec for the *_vec specs")
+    parser.add_argument("-o", "--override", action="append", default=[], metavar="KEY.PATH=VALUE",
+                        help="override a value of every chosen spec (needs --tag)")
+    parser.add_argument("--tag", default=None, help="name of the --override configuration (rows, run directories)")
     args = parser.parse_args(argv)
+    if bool(args.override) != bool(args.tag):
+        parser.error("-o/--override and --tag go together: the tag names the overridden configuration's rows")
+    if args.tag and not args.tag.replace("_", "").replace("-", "").isalnum():
+        parser.error(f"--tag {args.tag!r}: use letters, digits, '-' and '_' (it names run directories)")
 
     stems = [p.stem for p in spec_paths()]
     unknown = sorted(set(args.only or ()) - set(stems))
@@ -98,13 +117,15 @@ def main(argv=None) -> int:
     for path in paths:
         task, (_, variant) = path.parent.name, path.stem.split("_", 1)
         row = {"experiment": "", "variant": variant, "test_a": [], "test_b": [], "dev": [],
-               "seeds": 0, "epochs": "", "minutes": 0.0}
+               "seeds": 0, "epochs": "", "minutes": 0.0, "tag": args.tag, "overrides": args.override}
+        key = f"{path.stem}[{args.tag}]" if args.tag else path.stem
         seconds = []
         for k in range(args.seeds):
             seed = 13 + k
-            spec = prepared_spec(path, seed, args.epochs, args.max_instances, args.vectors)
+            spec = prepared_spec(path, seed, args.epochs, args.max_instances, args.vectors, args.override)
             suffix = f"-max{args.max_instances}" if args.max_instances else ""
-            run_dir = Path(args.runs_dir) / f"{path.stem}-e{spec['trainer']['num_epochs']}{suffix}-seed{seed}"
+            tag = f"-{args.tag}" if args.tag else ""
+            run_dir = Path(args.runs_dir) / f"{path.stem}{tag}-e{spec['trainer']['num_epochs']}{suffix}-seed{seed}"
             started = time.time()
             result = train_or_reuse(spec, run_dir, args.tracking_uri, str(path))
             seconds.append(result.get("seconds", time.time() - started))
@@ -115,11 +136,12 @@ def main(argv=None) -> int:
             row["dev"] += [dev["f1" if task == "mrc" else "accuracy"]] if dev else []
             row.update(experiment=f"{spec['task']}/{spec['dataset']}", seeds=k + 1,
                        epochs=spec["trainer"]["num_epochs"])
-            print(f"{path.stem} seed {seed}: test {json.dumps(test)}", flush=True)
+            print(f"{key} seed {seed}: test {json.dumps(test)}", flush=True)
         row["minutes"] = statistics.fmean(seconds) / 60
-        save_row(store, path.stem, row)
+        save_row(store, key, row)
     order = {p.stem: i for i, p in enumerate(spec_paths())}
-    rows = [r for _, r in sorted(save_row(store).items(), key=lambda kv: order.get(kv[0], len(order)))]
+    rank = lambda kv: (kv[1].get("tag") or "", order.get(kv[0].split("[")[0], len(order)))  # noqa: E731
+    rows = [r for _, r in sorted(save_row(store).items(), key=rank)]
 
     note = [
         "",
