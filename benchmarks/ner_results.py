@@ -4,14 +4,18 @@ number beside ours).
 
     python benchmarks/ner_results.py [--specs resume_plte weibo_big ...] [--datasets resume ...]
         [--models plte big ...] [--epochs N] [--max-instances N] [--results benchmarks/RESULTS.md]
-        [--runs-dir runs/ner] [--tracking-uri URI] [--cuda-device N]
+        [--runs-dir runs/ner] [--tracking-uri URI] [--cuda-device N] [-o KEY.PATH=VALUE ... --tag NAME]
 
 Each spec is one tracked training (``multigrain.platform.cli.run_tracked`` with a ``RunLogger``,
 as ``multigrain train`` does) in ``<runs-dir>/<spec>-e<epochs>[-max<N>]-<spec hash[:8]>``; a finished run
 directory is reused and an unfinished one resumed, so the script can be re-run after an
 interruption. Rows of earlier invocations stay in the table (kept in
 ``<runs-dir>/ner_results.json``); a spec trained again replaces its row. ``--max-instances``
-cuts every split (a smoke test: the table says so).
+cuts every split (a smoke test: the table says so). ``-o`` overrides every chosen spec as
+``multigrain train -o`` does, for ablations; ``--tag`` names the configuration, whose rows
+(``big [no_global]``) sit under the spec's own and say the overrides:
+
+    python benchmarks/ner_results.py --specs resume_bilstm_big --tag no_global -o model.encoder.encoders.1.global_node=false
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from results_md import save_row, write_section  # benchmarks/ is on sys.path when run as a script
+from results_md import add_override_options, check_override_options, save_row, write_section  # benchmarks/ is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -58,11 +62,11 @@ def spec_path(dataset: str, model: str) -> Path:
 
 
 def prepared_spec(path: Path, epochs: int | None, max_instances: int | None, cuda_device: int | None,
-                  vectors: str) -> tuple[dict, int]:
+                  vectors: str, overrides: list[str] = ()) -> tuple[dict, int]:
     """The spec with the command line's overrides, and the number of epochs the spec itself sets."""
     from multigrain.platform.config import load_spec
 
-    spec = load_spec(str(path), ext_vars={"vectors": vectors} if path.stem.endswith("_vec") else None)
+    spec = load_spec(str(path), overrides, ext_vars={"vectors": vectors} if path.stem.endswith("_vec") else None)
     own_epochs = spec["trainer"]["num_epochs"]
     if epochs is not None:
         spec["trainer"]["num_epochs"] = epochs
@@ -91,7 +95,8 @@ def table(rows: dict) -> list[str]:
     lines = ["| dataset | model | dev F1 | test F1 | paper test F1 | epochs (best) | minutes | note |",
              "|---|---|---|---|---|---|---|---|"]
     order = {(d, m): (i, j) for i, d in enumerate(DATASETS) for j, m in enumerate(MODELS)}
-    for key in sorted(rows, key=lambda k: order.get(tuple(k.split("_", 1)), (99, 99))):
+    rank = lambda k: (*order.get(tuple(k.split("[")[0].split("_", 1)), (99, 99)), k)  # noqa: E731 tagged rows last
+    for key in sorted(rows, key=rank):
         r = rows[key]
         lines.append(f"| {r['dataset']} | {r['model']} | {pct(r['dev_f1'])} | {pct(r['test_f1'])} | {r['paper']} | "
                      f"{r['epochs']} ({r['best_epoch']}) | {r['minutes']:.1f} | {r['note']} |")
@@ -115,7 +120,9 @@ def main(argv=None) -> int:
     parser.add_argument("--vectors", default="runs/vectors",
                         help="directory of chars/bigrams/words.vec for the *_vec specs (trained by "
                              "benchmarks/pretrain_vectors.py when missing)")
+    add_override_options(parser)
     args = parser.parse_args(argv)
+    check_override_options(parser, args)
 
     stems = [f"{d}_{m}" for d in DATASETS for m in MODELS]
     unknown = sorted(set(args.specs or ()) - set(stems))
@@ -135,24 +142,28 @@ def main(argv=None) -> int:
     rows = save_row(store)
     for dataset, model in chosen:
         path = spec_path(dataset, model)
-        spec, own_epochs = prepared_spec(path, args.epochs, args.max_instances, args.cuda_device, args.vectors)
+        spec, own_epochs = prepared_spec(path, args.epochs, args.max_instances, args.cuda_device, args.vectors,
+                                         args.override)
         epochs = spec["trainer"]["num_epochs"]
         suffix = f"-max{args.max_instances}" if args.max_instances else ""
-        run_dir = runs_dir / f"{path.stem}-e{epochs}{suffix}-{spec_hash(spec)[:8]}"  # a changed spec trains anew
+        tag = f"-{args.tag}" if args.tag else ""
+        run_dir = runs_dir / f"{path.stem}{tag}-e{epochs}{suffix}-{spec_hash(spec)[:8]}"  # a changed spec trains anew
         started = time.time()
         result = train_or_reuse(spec, run_dir, args.tracking_uri, str(path))
         dev, test = result.get("validation") or {}, result.get("test") or {}
         notes = [f"smoke test: {args.max_instances} examples per split"] if args.max_instances else []
         if own_epochs != epochs:
             notes.append(f"--epochs {epochs} (spec: {own_epochs})")
+        notes += [f"-o {o}" for o in args.override]
         note = "; ".join(notes)
-        row = {"dataset": dataset, "model": model, "dev_f1": dev.get("f1"), "test_f1": test.get("f1"),
-               "paper": PAPER.get((dataset, model.removesuffix("_vec")), "–"),
+        key = f"{path.stem}[{args.tag}]" if args.tag else path.stem
+        row = {"dataset": dataset, "model": f"{model} [{args.tag}]" if args.tag else model, "dev_f1": dev.get("f1"), "test_f1": test.get("f1"),
+               "paper": "–" if args.tag else PAPER.get((dataset, model.removesuffix("_vec")), "–"),
                "epochs": result.get("epochs_completed", epochs), "best_epoch": result.get("best_epoch", "–"),
                "minutes": result.get("seconds", time.time() - started) / 60, "note": note,
                "device": device_line(), "date": time.strftime("%Y-%m-%d"), "run_dir": str(run_dir)}
-        print(f"{path.stem}: dev {json.dumps(dev)} test {json.dumps(test)}", flush=True)
-        rows = save_row(store, path.stem, row)
+        print(f"{key}: dev {json.dumps(dev)} test {json.dumps(test)}", flush=True)
+        rows = save_row(store, key, row)
 
     devices = sorted({f"{r['device']} ({r['date']})" for r in rows.values()})
     body = ["", f"`python benchmarks/ner_results.py` (rows from {', '.join(devices) or '–'}); span-level micro F1 "

@@ -2,7 +2,7 @@
 the rows of a results table in a JSON store across invocations.
 
 Several benchmarks write the same files, possibly at once: each read-modify-write holds an
-exclusive lock on the file.
+exclusive lock on the file. Also the ``-o``/``--tag`` options the results scripts share.
 """
 from __future__ import annotations
 
@@ -53,3 +53,17 @@ def save_row(store: Path, stem: str | None = None, row: dict | None = None) -> d
             f.write(json.dumps(rows, indent=2, ensure_ascii=False))
         fcntl.flock(f, fcntl.LOCK_UN)
     return rows
+
+
+def add_override_options(parser) -> None:
+    """``-o KEY.PATH=VALUE`` (repeatable, as ``multigrain train -o``) and the ``--tag`` naming them."""
+    parser.add_argument("-o", "--override", action="append", default=[], metavar="KEY.PATH=VALUE",
+                        help="override a value of every chosen spec (needs --tag)")
+    parser.add_argument("--tag", default=None, help="name of the --override configuration (rows, run directories)")
+
+
+def check_override_options(parser, args) -> None:
+    if bool(args.override) != bool(args.tag):
+        parser.error("-o/--override and --tag go together: the tag names the overridden configuration's rows")
+    if args.tag and not args.tag.replace("_", "").replace("-", "").isalnum():
+        parser.error(f"--tag {args.tag!r}: use letters, digits, '-' and '_' (it names run directories)")

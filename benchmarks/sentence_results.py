@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from results_md import save_row, write_section  # benchmarks/ is on sys.path when run as a script
+from results_md import add_override_options, check_override_options, save_row, write_section  # benchmarks/ is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -99,14 +99,9 @@ def main(argv=None) -> int:
     parser.add_argument("--runs-dir", default="runs/sentence")
     parser.add_argument("--tracking-uri", default=None)
     parser.add_argument("--vectors", default="runs/vectors", help="directory of chars.vec for the *_vec specs")
-    parser.add_argument("-o", "--override", action="append", default=[], metavar="KEY.PATH=VALUE",
-                        help="override a value of every chosen spec (needs --tag)")
-    parser.add_argument("--tag", default=None, help="name of the --override configuration (rows, run directories)")
+    add_override_options(parser)
     args = parser.parse_args(argv)
-    if bool(args.override) != bool(args.tag):
-        parser.error("-o/--override and --tag go together: the tag names the overridden configuration's rows")
-    if args.tag and not args.tag.replace("_", "").replace("-", "").isalnum():
-        parser.error(f"--tag {args.tag!r}: use letters, digits, '-' and '_' (it names run directories)")
+    check_override_options(parser, args)
 
     stems = [p.stem for p in spec_paths()]
     unknown = sorted(set(args.only or ()) - set(stems))
