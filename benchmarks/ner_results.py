@@ -4,13 +4,13 @@ number beside ours).
 
     python benchmarks/ner_results.py [--specs resume_plte weibo_big ...] [--datasets resume ...]
         [--models plte big ...] [--epochs N] [--max-instances N] [--results benchmarks/RESULTS.md]
-        [--runs-dir runs/ner] [--tracking-uri URI] [--cuda-device N] [-o KEY.PATH=VALUE ... --tag NAME]
+        [--runs-dir runs/ner] [--store JSON] [--tracking-uri URI] [--cuda-device N] [-o KEY.PATH=VALUE ... --tag NAME]
 
 Each spec is one tracked training (``multigrain.platform.cli.run_tracked`` with a ``RunLogger``,
 as ``multigrain train`` does) in ``<runs-dir>/<spec>-e<epochs>[-max<N>]-<spec hash[:8]>``; a finished run
 directory is reused and an unfinished one resumed, so the script can be re-run after an
-interruption. Rows of earlier invocations stay in the table (kept in
-``<runs-dir>/ner_results.json``); a spec trained again replaces its row. ``--max-instances``
+interruption. Rows of earlier invocations, and of earlier sessions, stay in the table (kept in
+the tracked ``benchmarks/results/ner_results.json``, or ``--store``); a spec trained again replaces its row. ``--max-instances``
 cuts every split (a smoke test: the table says so). ``-o`` overrides every chosen spec as
 ``multigrain train -o`` does, for ablations; ``--tag`` names the configuration, whose rows
 (``big [no_global]``) sit under the spec's own and say the overrides:
@@ -120,7 +120,7 @@ def main(argv=None) -> int:
     parser.add_argument("--vectors", default="runs/vectors",
                         help="directory of chars/bigrams/words.vec for the *_vec specs (trained by "
                              "benchmarks/pretrain_vectors.py when missing)")
-    add_override_options(parser)
+    add_override_options(parser, "ner_results")
     args = parser.parse_args(argv)
     check_override_options(parser, args)
 
@@ -138,7 +138,7 @@ def main(argv=None) -> int:
 
         pretrain_vectors.main(["--out", args.vectors])
     runs_dir = Path(args.runs_dir)
-    store = runs_dir / "ner_results.json"
+    store = Path(args.store)
     rows = save_row(store)
     for dataset, model in chosen:
         path = spec_path(dataset, model)

@@ -1,8 +1,11 @@
 """Replace one ``## Section`` of benchmarks/RESULTS.md, leaving the others as they are, and keep
 the rows of a results table in a JSON store across invocations.
 
-Several benchmarks write the same files, possibly at once: each read-modify-write holds an
-exclusive lock on the file. Also the ``-o``/``--tag`` options the results scripts share.
+The stores are tracked files (``benchmarks/results/<table>.json``), not run directories: a fresh
+checkout re-running one spec must not drop the rows measured by earlier sessions, whose run
+directories (``runs/``, ignored by git) are gone. Several benchmarks write the same files,
+possibly at once: each read-modify-write holds an exclusive lock on the file. Also the
+``-o``/``--tag``/``--store`` options the results scripts share.
 """
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ import json
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+STORES = Path(__file__).resolve().parent / "results"
 
 
 def write_section(section: str, body: str | list[str], results: Path = RESULTS) -> None:
@@ -55,8 +59,11 @@ def save_row(store: Path, stem: str | None = None, row: dict | None = None) -> d
     return rows
 
 
-def add_override_options(parser) -> None:
-    """``-o KEY.PATH=VALUE`` (repeatable, as ``multigrain train -o``) and the ``--tag`` naming them."""
+def add_override_options(parser, table: str) -> None:
+    """``-o KEY.PATH=VALUE`` (repeatable, as ``multigrain train -o``), the ``--tag`` naming them, and
+    ``--store`` (the JSON rows of ``table``; smoke runs should give their own)."""
+    parser.add_argument("--store", default=str(STORES / f"{table}.json"),
+                        help="JSON store of the table's rows (default: the tracked one in benchmarks/results/)")
     parser.add_argument("-o", "--override", action="append", default=[], metavar="KEY.PATH=VALUE",
                         help="override a value of every chosen spec (needs --tag)")
     parser.add_argument("--tag", default=None, help="name of the --override configuration (rows, run directories)")

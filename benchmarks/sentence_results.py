@@ -2,13 +2,16 @@
 
     python benchmarks/sentence_results.py [--seeds 3] [--epochs N] [--only chnsenticorp_mwa ...]
         [-o KEY.PATH=VALUE ... --tag NAME] [--max-instances N] [--results benchmarks/RESULTS.md]
-        [--runs-dir runs/sentence] [--tracking-uri URI]
+        [--runs-dir runs/sentence] [--store JSON] [--tracking-uri URI]
 
 Each (spec, seed) is one MLflow-tracked training (``multigrain.platform.cli.run_tracked``) in its
-own run directory; a finished run directory is reused, an unfinished one resumed. The table goes
-into the ``## Sentence results`` section of the results file; the other sections are left as
-they are (the file is locked while it is rewritten). ``--max-instances`` cuts every split (for
-a smoke test; say so when quoting numbers).
+own run directory; a finished run directory is reused, an unfinished one resumed. Every seed's
+result is kept in the tracked store ``benchmarks/results/sentence_results.json`` (or ``--store``)
+with its spec hash, so a later session adds seeds to a row without training the earlier ones
+again (a changed spec trains anew). The table goes into the ``## Sentence results`` section of
+the results file; the other sections are left as they are (the file is locked while it is
+rewritten). ``--max-instances`` cuts every split (for a smoke test; say so when quoting numbers;
+give it its own ``--store``).
 
 ``-o`` overrides every chosen spec as ``multigrain train -o`` does (the key must exist); ``--tag``
 names such a configuration: its rows (``mwa [small]``) and run directories are its own, and the
@@ -65,18 +68,40 @@ def mean_std(values: list[float]) -> str:
     return f"{mean:.2f} ± {std:.2f}"
 
 
+def cells(row: dict) -> tuple[str, str, str, int, float]:
+    """(test a, test b, dev, seeds, minutes per run) of a row: from its per-seed results, or, for a
+    row imported from an earlier RESULTS.md whose per-seed values were not kept, its ``summary``."""
+    if "summary" in row:
+        s = row["summary"]
+        return s["test_a"], s["test_b"], s["dev"], s["seeds"], s["minutes"]
+    runs = [row["runs"][seed] for seed in sorted(row["runs"], key=int)]
+    pick = lambda name: [r[name] for r in runs if r.get(name) is not None]  # noqa: E731
+    return (mean_std(pick("test_a")), mean_std(pick("test_b")), mean_std(pick("dev")), len(runs),
+            statistics.fmean(pick("seconds") or [0.0]) / 60)
+
+
 def table(rows: list[dict]) -> list[str]:
     lines = ["| experiment | model | test acc / EM | test macro-F1 / F1 | dev acc / F1 | seeds | epochs | min/run |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         model = f"{r['variant']} [{r['tag']}]" if r.get("tag") else r["variant"]
-        lines.append(f"| {r['experiment']} | {model} | {mean_std(r['test_a'])} | {mean_std(r['test_b'])} | "
-                     f"{mean_std(r['dev'])} | {r['seeds']} | {r['epochs']} | {r['minutes']:.1f} |")
+        test_a, test_b, dev, seeds, minutes = cells(r)
+        lines.append(f"| {r['experiment']} | {model} | {test_a} | {test_b} | {dev} | {seeds} | {r['epochs']} | "
+                     f"{minutes:.1f} |")
     tags = {r["tag"]: r["overrides"] for r in rows if r.get("tag")}
     if tags:
         lines.append("")
         lines += [f"[{tag}]: " + " ".join(f"`-o {o}`" for o in overrides) for tag, overrides in sorted(tags.items())]
     return lines
+
+
+def sources(rows: list[dict]) -> list[str]:
+    """The devices and dates the rows' runs were measured on."""
+    found = set()
+    for r in rows:
+        for run in [r["summary"]] if "summary" in r else r["runs"].values():
+            found.add(f"{run['device']} ({run['date']})")
+    return sorted(found)
 
 
 def device_line() -> str:
@@ -89,6 +114,7 @@ def device_line() -> str:
 
 def main(argv=None) -> int:
     from multigrain.platform.cli import train_or_reuse
+    from multigrain.platform.config import spec_hash
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=3)
@@ -99,7 +125,7 @@ def main(argv=None) -> int:
     parser.add_argument("--runs-dir", default="runs/sentence")
     parser.add_argument("--tracking-uri", default=None)
     parser.add_argument("--vectors", default="runs/vectors", help="directory of chars.vec for the *_vec specs")
-    add_override_options(parser)
+    add_override_options(parser, "sentence_results")
     args = parser.parse_args(argv)
     check_override_options(parser, args)
 
@@ -108,31 +134,37 @@ def main(argv=None) -> int:
     if unknown:
         parser.error(f"--only: unknown spec {', '.join(unknown)}; choose from {', '.join(stems)}")
     paths = [p for p in spec_paths() if args.only is None or p.stem in args.only]
-    store = Path(args.runs_dir) / "sentence_results.json"  # rows of every invocation
+    store = Path(args.store)
     for path in paths:
         task, (_, variant) = path.parent.name, path.stem.split("_", 1)
-        row = {"experiment": "", "variant": variant, "test_a": [], "test_b": [], "dev": [],
-               "seeds": 0, "epochs": "", "minutes": 0.0, "tag": args.tag, "overrides": args.override}
         key = f"{path.stem}[{args.tag}]" if args.tag else path.stem
-        seconds = []
-        for k in range(args.seeds):
-            seed = 13 + k
+        kept = save_row(store).get(key, {}).get("runs", {})
+        row = {"experiment": "", "variant": variant, "epochs": "", "tag": args.tag, "overrides": args.override,
+               "runs": {}}
+        # the seeds asked for, and those an earlier invocation added to this row (kept if still this spec)
+        for seed in sorted({13 + k for k in range(args.seeds)} | {int(s) for s in kept}):
             spec = prepared_spec(path, seed, args.epochs, args.max_instances, args.vectors, args.override)
+            digest = spec_hash(spec)
+            row.update(experiment=f"{spec['task']}/{spec['dataset']}", epochs=spec["trainer"]["num_epochs"])
+            if kept.get(str(seed), {}).get("spec_hash") == digest:
+                row["runs"][str(seed)] = kept[str(seed)]
+                print(f"{key} seed {seed}: kept from {store}", flush=True)
+                continue
+            if seed >= 13 + args.seeds:
+                print(f"{key} seed {seed}: dropped from {store} (trained with another spec)", flush=True)
+                continue
             suffix = f"-max{args.max_instances}" if args.max_instances else ""
             tag = f"-{args.tag}" if args.tag else ""
             run_dir = Path(args.runs_dir) / f"{path.stem}{tag}-e{spec['trainer']['num_epochs']}{suffix}-seed{seed}"
             started = time.time()
             result = train_or_reuse(spec, run_dir, args.tracking_uri, str(path))
-            seconds.append(result.get("seconds", time.time() - started))
             test, dev = result.get("test") or {}, result.get("validation") or {}
             a, b = ("em", "f1") if task == "mrc" else ("accuracy", "macro_f1")
-            row["test_a"] += [test[a]] if a in test else []
-            row["test_b"] += [test[b]] if b in test else []
-            row["dev"] += [dev["f1" if task == "mrc" else "accuracy"]] if dev else []
-            row.update(experiment=f"{spec['task']}/{spec['dataset']}", seeds=k + 1,
-                       epochs=spec["trainer"]["num_epochs"])
+            row["runs"][str(seed)] = {
+                "test_a": test.get(a), "test_b": test.get(b), "dev": dev.get("f1" if task == "mrc" else "accuracy"),
+                "seconds": result.get("seconds", time.time() - started), "best_epoch": result.get("best_epoch"),
+                "spec_hash": digest, "device": device_line(), "date": time.strftime("%Y-%m-%d")}
             print(f"{key} seed {seed}: test {json.dumps(test)}", flush=True)
-        row["minutes"] = statistics.fmean(seconds) / 60
         save_row(store, key, row)
     order = {p.stem: i for i, p in enumerate(spec_paths())}
     rank = lambda kv: (kv[1].get("tag") or "", order.get(kv[0].split("[")[0], len(order)))  # noqa: E731
@@ -140,7 +172,7 @@ def main(argv=None) -> int:
 
     note = [
         "",
-        f"`python benchmarks/sentence_results.py` on {device_line()}, {time.strftime('%Y-%m-%d')}. Mean ± std "
+        f"`python benchmarks/sentence_results.py` (rows from {', '.join(sources(rows)) or '–'}). Mean ± std "
         "over the seeds run (13, 14, ...; the seeds column), in percent; each row's epochs column is its "
         "trainer.num_epochs. Backbone: a randomly initialised 4-layer char_transformer (no pretrained BERT is "
         "available offline), so the absolute numbers are far below the papers' BERT-based ones; "

@@ -1,0 +1,94 @@
+"""The results scripts' tracked stores: rows and seeds measured by earlier invocations (earlier
+sessions, whose run directories are gone) stay in RESULTS.md; a seed already in the store is not
+trained again; the other sections of RESULTS.md are left as they were. Training is replaced by a
+stub returning known metrics, so the tables can be checked to the digit."""
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import ner_results  # noqa: E402
+import results_md  # noqa: E402
+import sentence_results  # noqa: E402
+
+
+@pytest.fixture
+def fake_training(monkeypatch):
+    """``train_or_reuse`` stub: seed s gets test accuracy 0.80 + s/100 (13 -> 0.93); records calls."""
+    import multigrain.platform.cli as cli
+
+    calls = []
+
+    def train_or_reuse(spec, run_dir, tracking_uri=None, source=None):
+        calls.append((spec["seed"], str(run_dir)))
+        acc = 0.80 + spec["seed"] / 100
+        return {"test": {"accuracy": acc, "macro_f1": acc - 0.01, "f1": acc}, "validation": {"accuracy": acc - 0.02,
+                "f1": acc - 0.02}, "seconds": 60.0, "best_epoch": 2, "epochs_completed": 3}
+
+    monkeypatch.setattr(cli, "train_or_reuse", train_or_reuse)
+    return calls
+
+
+def results_file(tmp_path):
+    path = tmp_path / "RESULTS.md"
+    path.write_text("# Benchmark results\n\n## CRF decode\n\nkept line\n", encoding="utf-8")
+    return path
+
+
+def test_sentence_store_adds_seeds_without_training_kept_ones(tmp_path, fake_training):
+    results, store = results_file(tmp_path), tmp_path / "store.json"
+    results_md.save_row(store, "bq_big", {"experiment": "pair/bq", "variant": "big", "epochs": 10, "tag": None,
+                                          "overrides": [], "summary": {"test_a": "71.00 ± 0.10", "test_b": "70.90 ± 0.10",
+                                                                       "dev": "72.00 ± 0.20", "seeds": 3, "minutes": 5.0,
+                                                                       "device": "CPU", "date": "2026-11-23"}})
+    common = ["--only", "chnsenticorp_backbone", "--results", str(results), "--store", str(store),
+              "--runs-dir", str(tmp_path / "runs"), "--epochs", "3"]
+    assert sentence_results.main(common + ["--seeds", "1"]) == 0
+    assert [seed for seed, _ in fake_training] == [13]
+    assert sentence_results.main(common + ["--seeds", "2"]) == 0
+    assert [seed for seed, _ in fake_training] == [13, 14]  # seed 13 came from the store
+    assert sentence_results.main(common + ["--seeds", "1"]) == 0  # fewer seeds asked: the stored ones stay
+    assert [seed for seed, _ in fake_training] == [13, 14]
+
+    text = results.read_text(encoding="utf-8")
+    assert "## CRF decode\n\nkept line\n" in text
+    # seeds 13 and 14: accuracy 93 and 94 -> 93.50 ± 0.71 (sample std); macro-F1 one less; dev two less
+    assert "| cls/chnsenticorp | backbone | 93.50 ± 0.71 | 92.50 ± 0.71 | 91.50 ± 0.71 | 2 | 3 | 1.0 |" in text
+    assert "| pair/bq | big | 71.00 ± 0.10 | 70.90 ± 0.10 | 72.00 ± 0.20 | 3 | 10 | 5.0 |" in text  # imported row
+
+
+def test_sentence_store_drops_seeds_of_another_spec(tmp_path, fake_training):
+    results, store = results_file(tmp_path), tmp_path / "store.json"
+    common = ["--only", "chnsenticorp_backbone", "--results", str(results), "--store", str(store),
+              "--runs-dir", str(tmp_path / "runs")]
+    assert sentence_results.main(common + ["--seeds", "2", "--epochs", "3"]) == 0
+    assert sentence_results.main(common + ["--seeds", "1", "--epochs", "4"]) == 0  # a changed spec trains anew
+    assert [seed for seed, _ in fake_training] == [13, 14, 13]
+    row = results_md.save_row(store)["chnsenticorp_backbone"]
+    assert sorted(row["runs"]) == ["13"] and row["epochs"] == 4
+
+
+def test_ner_store_keeps_rows_of_earlier_sessions(tmp_path, fake_training):
+    results, store = results_file(tmp_path), tmp_path / "store.json"
+    earlier = {"dataset": "msra", "model": "plte_vec", "dev_f1": 0.9354, "test_f1": 0.9060, "paper": "93.26",
+               "epochs": 10, "best_epoch": 9, "minutes": 98.9, "note": "", "device": "CPU", "date": "2026-11-23",
+               "run_dir": None}
+    results_md.save_row(store, "msra_plte_vec", earlier)
+    assert ner_results.main(["--specs", "resume_bilstm_crf", "--epochs", "3", "--results", str(results),
+                             "--store", str(store), "--runs-dir", str(tmp_path / "runs")]) == 0
+    text = results.read_text(encoding="utf-8")
+    lines = [line for line in text.splitlines() if line.startswith("| resume") or line.startswith("| msra")]
+    assert lines == ["| resume | bilstm_crf | 91.00 | 93.00 | 91.87 (BiG Tab. IV, LSTM) | 3 (2) | 1.0 | "
+                     "--epochs 3 (spec: 8) |",
+                     "| msra | plte_vec | 93.54 | 90.60 | 93.26 | 10 (9) | 98.9 |  |"]
+    assert "## CRF decode\n\nkept line\n" in text
+
+
+def test_default_stores_are_tracked_files():
+    for table in ("ner_results", "sentence_results"):
+        store = results_md.STORES / f"{table}.json"
+        assert store.exists() and store.is_relative_to(ROOT / "benchmarks")
+        assert results_md.save_row(store), f"{store} has no rows"
