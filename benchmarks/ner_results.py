@@ -103,6 +103,31 @@ def table(rows: dict) -> list[str]:
     return lines
 
 
+def seed_spread(rows: dict) -> list[str]:
+    """Test F1 mean ± sample std of each spec run with several seeds: its ``[seedN]`` rows (``--tag seedN
+    -o seed=N``), and its untagged row (the spec's own seed, 13) unless a ``[seed13]`` row replaces it."""
+    import re
+    import statistics
+
+    groups: dict[str, dict[int, float]] = {}
+    for key, r in rows.items():
+        m = re.fullmatch(r"(.+)\[seed(\d+)\]", key)
+        if m and isinstance(r.get("test_f1"), (int, float)):
+            groups.setdefault(m.group(1), {})[int(m.group(2))] = r["test_f1"]
+    lines = []
+    for stem in sorted(groups):
+        seeds = groups[stem]
+        if 13 not in seeds and isinstance(rows.get(stem, {}).get("test_f1"), (int, float)):
+            seeds[13] = rows[stem]["test_f1"]
+        if len(seeds) < 2:
+            continue
+        values = [100 * seeds[k] for k in sorted(seeds)]
+        lines.append(f"- {stem}: test F1 {statistics.fmean(values):.2f} ± {statistics.stdev(values):.2f} over seeds "
+                     f"{', '.join(map(str, sorted(seeds)))} ({', '.join(f'{v:.2f}' for v in values)})")
+    return ["", "Seed spread (rows tagged `seedN`, the spec's untagged row counting as seed 13 unless a `[seed13]` "
+                "row re-ran it):", *lines] if lines else []
+
+
 def main(argv=None) -> int:
     from multigrain.platform.cli import train_or_reuse
     from multigrain.platform.config import spec_hash
@@ -173,7 +198,7 @@ def main(argv=None) -> int:
                 "the papers used Giga-word word2vec (PLTE, Lattice LSTM) or BERT (BiG Tab. IV: BiG, Transformer, "
                 "Star-Transformer), so compare our rows with each other. Settings and their sources: `jsonnet_configs/lib/ner_models.libsonnet`. "
                 "MLflow experiments `ner/<dataset>`.", ""]
-    write_section(SECTION, body + table(rows), Path(args.results))
+    write_section(SECTION, body + table(rows) + seed_spread(rows), Path(args.results))
     print("\n".join(table(rows)))
     return 0
 

@@ -92,3 +92,14 @@ def test_default_stores_are_tracked_files():
         store = results_md.STORES / f"{table}.json"
         assert store.exists() and store.is_relative_to(ROOT / "benchmarks")
         assert results_md.save_row(store), f"{store} has no rows"
+
+
+def test_ner_seed_spread_is_mean_and_sample_std_over_seed_rows():
+    row = lambda f1: {"test_f1": f1}  # noqa: E731
+    rows = {"resume_big": row(0.93), "resume_big[seed14]": row(0.94), "resume_big[seed15]": row(0.95),
+            "weibo_plte": row(0.50), "weibo_plte[seed13]": row(0.52), "weibo_plte[seed14]": row(0.48),
+            "msra_plte": row(0.90)}
+    lines = ner_results.seed_spread(rows)
+    assert lines[2:] == ["- resume_big: test F1 94.00 ± 1.00 over seeds 13, 14, 15 (93.00, 94.00, 95.00)",
+                         "- weibo_plte: test F1 50.00 ± 2.83 over seeds 13, 14 (52.00, 48.00)"]
+    assert ner_results.seed_spread({"msra_plte": row(0.9)}) == []
