@@ -22,11 +22,12 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import re
 import sys
 import time
 from pathlib import Path
 
-from results_md import add_override_options, check_override_options, save_row, write_section  # benchmarks/ is on sys.path when run as a script
+from results_md import add_override_options, check_override_options, mean_std, save_row, write_section  # benchmarks/ is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -106,9 +107,6 @@ def table(rows: dict) -> list[str]:
 def seed_spread(rows: dict) -> list[str]:
     """Test F1 mean ± sample std of each spec run with several seeds: its ``[seedN]`` rows (``--tag seedN
     -o seed=N``), and its untagged row (the spec's own seed, 13) unless a ``[seed13]`` row replaces it."""
-    import re
-    import statistics
-
     groups: dict[str, dict[int, float]] = {}
     for key, r in rows.items():
         m = re.fullmatch(r"(.+)\[seed(\d+)\]", key)
@@ -121,9 +119,9 @@ def seed_spread(rows: dict) -> list[str]:
             seeds[13] = rows[stem]["test_f1"]
         if len(seeds) < 2:
             continue
-        values = [100 * seeds[k] for k in sorted(seeds)]
-        lines.append(f"- {stem}: test F1 {statistics.fmean(values):.2f} ± {statistics.stdev(values):.2f} over seeds "
-                     f"{', '.join(map(str, sorted(seeds)))} ({', '.join(f'{v:.2f}' for v in values)})")
+        values = [seeds[k] for k in sorted(seeds)]
+        lines.append(f"- {stem}: test F1 {mean_std(values)} over seeds {', '.join(map(str, sorted(seeds)))} "
+                     f"({', '.join(pct(v) for v in values)})")
     return ["", "Seed spread (rows tagged `seedN`, the spec's untagged row counting as seed 13 unless a `[seed13]` "
                 "row re-ran it):", *lines] if lines else []
 

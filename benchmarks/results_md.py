@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import statistics
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
@@ -57,6 +58,15 @@ def save_row(store: Path, stem: str | None = None, row: dict | None = None) -> d
             f.write(json.dumps(rows, indent=2, ensure_ascii=False))
         fcntl.flock(f, fcntl.LOCK_UN)
     return rows
+
+
+def mean_std(values: list[float]) -> str:
+    """Fractions in, ``"mean ± sample std"`` in percent out (std 0 for one value, "–" for none)."""
+    if not values:
+        return "–"
+    mean = 100 * statistics.fmean(values)
+    std = 100 * statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{mean:.2f} ± {std:.2f}"
 
 
 def add_override_options(parser, table: str) -> None:

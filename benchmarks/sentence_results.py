@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-from results_md import add_override_options, check_override_options, save_row, write_section  # benchmarks/ is on sys.path when run as a script
+from results_md import add_override_options, check_override_options, mean_std, save_row, write_section  # benchmarks/ is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -58,14 +58,6 @@ def prepared_spec(path: Path, seed: int, epochs: int | None, max_instances: int 
             if key in spec:
                 spec[key]["max_instances"] = max_instances
     return spec
-
-
-def mean_std(values: list[float]) -> str:
-    if not values:
-        return "–"
-    mean = 100 * statistics.fmean(values)
-    std = 100 * statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{mean:.2f} ± {std:.2f}"
 
 
 def cells(row: dict) -> tuple[str, str, str, int, float]:
