@@ -37,12 +37,15 @@ sys.path.insert(0, str(ROOT))
 
 SECTION = "## Sentence results"
 DATASETS = [("cls", "chnsenticorp"), ("pair", "bq"), ("cls", "thucnews"), ("mrc", "cmrc2018")]
-VARIANTS = ["backbone", "mwa", "hrmf", "big", "big_vec"]
+# m3e_*: the same layers on the pretrained m3e-small backbone (optional extra multigrain[m3e])
+VARIANTS = ["backbone", "mwa", "hrmf", "big", "big_vec", "m3e_backbone", "m3e_mwa", "m3e_hrmf"]
 
 
 def spec_paths() -> list[Path]:
-    return [ROOT / "jsonnet_configs" / task / f"{name}_{variant}.jsonnet"
-            for task, name in DATASETS for variant in VARIANTS]
+    """The sentence specs that exist, in table order (not every dataset has every variant)."""
+    paths = [ROOT / "jsonnet_configs" / task / f"{name}_{variant}.jsonnet"
+             for task, name in DATASETS for variant in VARIANTS]
+    return [p for p in paths if p.is_file()]
 
 
 def prepared_spec(path: Path, seed: int, epochs: int | None, max_instances: int | None,

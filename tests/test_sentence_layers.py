@@ -319,3 +319,61 @@ def test_hf_transformer_from_a_local_directory(tmp_path, monkeypatch):
     assert torch.allclose(got[mask], want[mask], atol=1e-5)
     with pytest.raises(ConfigurationError, match="not a directory"):
         HfTransformer(str(tmp_path / "missing"))
+
+
+def save_tiny_bert(directory, tokens):
+    """A random 2-layer BertModel in ``directory`` whose vocabulary is only in tokenizer.json (as m3e-small)."""
+    import json
+
+    from transformers import BertConfig, BertModel
+
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(tokens), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=64)).eval().save_pretrained(directory)
+    wordpiece = {"type": "WordPiece", "unk_token": "[UNK]", "vocab": {t: i for i, t in enumerate(tokens)}}
+    (directory / "tokenizer.json").write_text(json.dumps({"version": "1.0", "model": wordpiece}), encoding="utf-8")
+
+
+def test_hf_transformer_vocabulary_from_tokenizer_json_and_a_package_path(tmp_path, monkeypatch):
+    import importlib
+
+    from multigrain.components.embedders.hf_transformer import HfTransformer
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    tokens = ["[PAD]", "[unused1]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "好", "书", "a"]
+    package = tmp_path / "site" / "fake_models_pkg"
+    (package / "tiny").mkdir(parents=True)
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    save_tiny_bert(package / "tiny", tokens)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    importlib.invalidate_caches()
+
+    by_dir = HfTransformer(str(package / "tiny")).eval()
+    by_package = HfTransformer("package:fake_models_pkg/tiny").eval()
+    assert by_dir.index(["[CLS]", "好", "A", "坏", "[SEP]"]) == [3, 6, 8, 2, 4]  # ids are tokenizer.json's
+    ids = torch.tensor([[3, 6, 7, 4]])
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    assert torch.equal(by_dir(ids, mask), by_package(ids, mask))
+
+
+def test_hf_transformer_bad_model_paths_are_configuration_errors(tmp_path):
+    from multigrain.components.embedders.hf_transformer import HfTransformer
+
+    with pytest.raises(ConfigurationError, match=r"package:embedding_absent_pkg/m3e-small: the Python package "
+                                                 r"'embedding_absent_pkg' is not installed"):
+        HfTransformer("package:embedding_absent_pkg/m3e-small")
+    with pytest.raises(ConfigurationError, match=r"package:pytest/no-such-model is not a directory"):
+        HfTransformer("package:pytest/no-such-model")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigurationError, match="has neither vocab.txt nor tokenizer.json"):
+        HfTransformer(str(tmp_path / "empty"))
+    (tmp_path / "empty" / "tokenizer.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(ConfigurationError, match=r"tokenizer\.json is not valid JSON"):
+        HfTransformer(str(tmp_path / "empty"))
+    (tmp_path / "empty" / "tokenizer.json").write_text('{"model": {"type": "BPE", "vocab": {}}}', encoding="utf-8")
+    with pytest.raises(ConfigurationError, match="has no WordPiece vocabulary \\(model type 'BPE'\\)"):
+        HfTransformer(str(tmp_path / "empty"))
+    (tmp_path / "empty" / "tokenizer.json").write_text('{"model": {"type": "WordPiece", "vocab": {"a": 0}}}',
+                                                        encoding="utf-8")
+    with pytest.raises(ConfigurationError, match=r"tokenizer\.json lacks \[PAD\], \[UNK\], \[CLS\], \[SEP\]"):
+        HfTransformer(str(tmp_path / "empty"))

