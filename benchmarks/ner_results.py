@@ -9,7 +9,9 @@ number beside ours).
 Each spec is one tracked training (``multigrain.platform.cli.run_tracked`` with a ``RunLogger``,
 as ``multigrain train`` does) in ``<runs-dir>/<spec>-e<epochs>[-max<N>]-<spec hash[:8]>``; a finished run
 directory is reused and an unfinished one resumed, so the script can be re-run after an
-interruption. Rows of earlier invocations, and of earlier sessions, stay in the table (kept in
+interruption; ``--epochs`` larger than an earlier run's starts from a copy of that run when the
+schedule does not depend on the epoch count (``train_or_reuse``), and the row's minutes include
+the earlier epochs. Rows of earlier invocations, and of earlier sessions, stay in the table (kept in
 the tracked ``benchmarks/results/ner_results.json``, or ``--store``); a spec trained again replaces its row. ``--max-instances``
 cuts every split (a smoke test: the table says so). ``-o`` overrides every chosen spec as
 ``multigrain train -o`` does, for ablations; ``--tag`` names the configuration, whose rows

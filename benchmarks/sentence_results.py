@@ -5,7 +5,8 @@
         [--runs-dir runs/sentence] [--store JSON] [--tracking-uri URI]
 
 Each (spec, seed) is one MLflow-tracked training (``multigrain.platform.cli.run_tracked``) in its
-own run directory; a finished run directory is reused, an unfinished one resumed. Every seed's
+own run directory; a finished run directory is reused, an unfinished one resumed, and a run
+of the same spec with fewer epochs continued when the schedule allows (``train_or_reuse``). Every seed's
 result is kept in the tracked store ``benchmarks/results/sentence_results.json`` (or ``--store``)
 with its spec hash, so a later session adds seeds to a row without training the earlier ones
 again (a changed spec trains anew). The table goes into the ``## Sentence results`` section of

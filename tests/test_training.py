@@ -64,10 +64,45 @@ def test_resume_refuses_changed_spec(tmp_path, tiny_files):
     train, dev = tiny_files
     spec = tiny_spec(train, dev, epochs=2)
     train_experiment(spec, tmp_path / "run", stop_after_epoch=1)
-    with pytest.raises(ConfigurationError, match="different spec"):
-        train_experiment(tiny_spec(train, dev, epochs=3), tmp_path / "run", resume=True)
+    with pytest.raises(ConfigurationError, match=r"different spec .*resume with the run's own spec$"):
+        train_experiment(tiny_spec(train, dev, epochs=2, lr=0.02), tmp_path / "run", resume=True)
+    with pytest.raises(ConfigurationError, match=r"only trainer.num_epochs differs: 2 in the run, 1 given; "
+                                                 r"a run can be extended, not cut"):
+        train_experiment(tiny_spec(train, dev, epochs=1), tmp_path / "run", resume=True)
     with pytest.raises(ConfigurationError, match="not empty"):
         train_experiment(spec, tmp_path / "run")
+    warm = tiny_spec(train, dev, epochs=2, scheduler={"type": "linear_warmup", "warmup_steps": 2})
+    train_experiment(warm, tmp_path / "warm", stop_after_epoch=1)
+    warm["trainer"]["num_epochs"] = 3
+    with pytest.raises(ConfigurationError, match=r"only trainer.num_epochs differs, but the 'linear_warmup' "
+                                                 r"schedule depends on it"):
+        train_experiment(warm, tmp_path / "warm", resume=True)
+
+
+def test_a_run_extended_to_more_epochs_equals_the_longer_run(tmp_path, tiny_files):
+    from multigrain.platform.cli import train_or_reuse
+
+    train, dev = tiny_files
+    scheduler = {"type": "inverse_time", "decay": 0.1}  # per epoch: independent of num_epochs
+    short = tiny_spec(train, dev, epochs=2, dropout=0.3, scheduler=scheduler)
+    longer = tiny_spec(train, dev, epochs=4, dropout=0.3, scheduler=scheduler)
+    full = train_experiment(longer, tmp_path / "full")
+    runs, uri = tmp_path / "runs", f"sqlite:///{tmp_path / 'mlruns.db'}"
+    first = train_or_reuse(short, runs / "e2", tracking_uri=uri)
+    assert first["finished"] and first["epochs_completed"] == 2
+    other = tiny_spec(train, dev, epochs=1, lr=0.02, scheduler=scheduler)  # not a shorter run of `longer`
+    train_experiment(other, runs / "other-lr")
+    extended = train_or_reuse(longer, runs / "e4", tracking_uri=uri)
+    assert extended["finished"] and extended["epochs_completed"] == 4
+    assert extended["history"] == full["history"] and extended["validation"] == full["validation"]
+    assert extended["seconds"] >= first["training_seconds"]  # the earlier epochs' time is counted
+    a = torch.load(tmp_path / "full" / "best.pt", weights_only=False)
+    b = torch.load(runs / "e4" / "best.pt", weights_only=False)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert json.loads((runs / "e4" / "config.json").read_text())["trainer"]["num_epochs"] == 4
+    assert (runs / "e4" / "spec_hash").read_text().strip() == extended["spec_hash"]
+    assert json.loads((runs / "e2" / "metrics.json").read_text())["epochs_completed"] == 2  # the short run is kept
+    assert sorted(p.name for p in runs.iterdir()) == ["e2", "e4", "other-lr"]
 
 
 @pytest.mark.parametrize("head", ["crf", "softmax_tagger"])

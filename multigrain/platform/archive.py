@@ -20,11 +20,15 @@ from multigrain.platform.errors import ConfigurationError
 
 
 def write_run_files(run_dir: Path, spec: dict, vocab) -> None:
+    write_run_spec(run_dir, spec)
+    vocab.save(run_dir / "vocabulary")
+
+
+def write_run_spec(run_dir: Path, spec: dict) -> None:
     tmp = run_dir / "config.json.tmp"
     tmp.write_text(json.dumps(spec, indent=2, ensure_ascii=False), encoding="utf-8")
     os.replace(tmp, run_dir / "config.json")
     (run_dir / "spec_hash").write_text(spec_hash(spec) + "\n")
-    vocab.save(run_dir / "vocabulary")
 
 
 def read_spec(run_dir: Path) -> dict:

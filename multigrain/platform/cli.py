@@ -85,15 +85,33 @@ def run_tracked(spec: dict, run_dir: Path, logger, resume: bool = False, stop_af
 
 def train_or_reuse(spec: dict, run_dir: Path, tracking_uri: "str | None" = None, source=None) -> dict:
     """The metrics of a finished run in ``run_dir``, else train there (resuming from its
-    ``last.pt`` when an earlier attempt was interrupted), logging to MLflow."""
+    ``last.pt`` when an earlier attempt was interrupted), logging to MLflow.
+
+    A new ``run_dir`` starts from a copy of the longest sibling run that the spec extends (the
+    same spec with fewer ``trainer.num_epochs`` and a schedule that does not depend on them), so
+    asking a results script for more epochs trains only the missing ones; the sibling is kept."""
+    import shutil
+
+    from multigrain.platform.experiment import shorter_run
     from multigrain.platform.tracking import RunLogger
 
-    metrics = Path(run_dir) / "metrics.json"
+    run_dir = Path(run_dir)
+    metrics = run_dir / "metrics.json"
     if metrics.exists():
         done = json.loads(metrics.read_text(encoding="utf-8"))
         if done.get("finished"):
             return done
-    resume = (Path(run_dir) / "last.pt").exists()
+    if not (run_dir / "last.pt").exists() and not (run_dir.exists() and any(run_dir.iterdir())):
+        earlier = shorter_run(spec, run_dir.parent)
+        if earlier is not None:
+            print(f"{run_dir}: continuing {earlier} (the same spec with fewer epochs)", flush=True)
+            tmp = run_dir.with_name(run_dir.name + ".copying")
+            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.copytree(earlier, tmp, ignore=shutil.ignore_patterns("metrics.json"))
+            if run_dir.exists():
+                run_dir.rmdir()
+            tmp.rename(run_dir)
+    resume = (run_dir / "last.pt").exists()
     return run_tracked(spec, Path(run_dir), RunLogger(tracking_uri), resume=resume, source=source)
 
 
@@ -255,7 +273,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("train", help="train a model from a spec")
     _spec_args(p)
     p.add_argument("-s", "--serialization-dir", help="run directory (default runs/<spec>-<hash8>)")
-    p.add_argument("--resume", action="store_true", help="continue the run in -s bit-identically")
+    p.add_argument("--resume", action="store_true", help="continue the run in -s bit-identically; with a larger trainer.num_epochs "
+                   "(and nothing else changed) extend it, when the schedule does not depend on num_epochs")
     p.add_argument("--stop-after-epoch", type=int, help="stop after this many epochs (resume later)")
     p.add_argument("--tracking-uri", help="MLflow tracking URI (default sqlite:///mlruns.db)")
     p.add_argument("--no-tracking", action="store_true", help="do not log to MLflow")

@@ -2,6 +2,8 @@
 evaluate, write the run directory. Used by the CLI and by Ray workers alike."""
 from __future__ import annotations
 
+import json
+
 import time
 from collections import Counter
 from pathlib import Path
@@ -108,6 +110,42 @@ def model_class(spec: dict) -> type:
     return Model.by_name(spec["model"]["type"])
 
 
+def extension_refused(saved: dict, spec: dict) -> Optional[str]:
+    """Why the run of ``saved`` cannot be continued as ``spec`` (None when it can): only a larger
+    ``trainer.num_epochs`` may differ, and the learning-rate schedule must not depend on it (then the
+    continued run is the run the longer spec would have made)."""
+    from multigrain.platform.kinds import Scheduler
+
+    old_epochs, new_epochs = saved.get("trainer", {}).get("num_epochs"), spec.get("trainer", {}).get("num_epochs")
+    same_otherwise = json.loads(json.dumps(saved))
+    same_otherwise.setdefault("trainer", {})["num_epochs"] = new_epochs
+    if spec_hash(same_otherwise) != spec_hash(spec):
+        return ""
+    if not isinstance(old_epochs, int) or not isinstance(new_epochs, int) or new_epochs <= old_epochs:
+        return f" (only trainer.num_epochs differs: {old_epochs} in the run, {new_epochs} given; a run can be extended, not cut)"
+    schedule = (spec["trainer"].get("scheduler") or {}).get("type")
+    if schedule is not None and getattr(Scheduler.by_name(schedule), "uses_num_training_steps", True):
+        return (f" (only trainer.num_epochs differs, but the {schedule!r} schedule depends on it, so "
+                f"{new_epochs} epochs from this run would not be a {new_epochs}-epoch run)")
+    return None
+
+
+def shorter_run(spec: dict, parent: Path) -> Optional[Path]:
+    """The run directory under ``parent`` that ``spec`` can extend (same spec with fewer epochs,
+    see ``extension_refused``, and a ``last.pt``) with the most epochs, or None."""
+    from multigrain.platform import archive
+
+    best, best_epochs = None, -1
+    for run in sorted(p for p in Path(parent).iterdir() if not p.name.endswith(".copying")
+                      and (p / "config.json").is_file() and (p / "last.pt").is_file()) \
+            if Path(parent).is_dir() else ():
+        saved = archive.read_spec(run)
+        epochs = saved.get("trainer", {}).get("num_epochs")
+        if extension_refused(saved, spec) is None and epochs > best_epochs:
+            best, best_epochs = run, epochs
+    return best
+
+
 def train_experiment(spec: dict, run_dir: str | Path, resume: bool = False, stop_after_epoch: Optional[int] = None,
                      on_epoch: Optional[Callable[[int, dict], None]] = None, source: Optional[str] = None) -> dict:
     """Train and evaluate; returns the run summary also written to ``metrics.json``."""
@@ -119,9 +157,12 @@ def train_experiment(spec: dict, run_dir: str | Path, resume: bool = False, stop
     digest = spec_hash(spec)
     if resume:
         saved = archive.read_spec(run_dir)
-        if spec_hash(saved) != digest:
-            raise ConfigurationError(f"{run_dir}: --resume with a different spec (hash {spec_hash(saved)[:12]} in "
-                                     f"the run, {digest[:12]} given); resume with the run's own spec")
+        extended = spec_hash(saved) != digest
+        if extended:
+            why_not = extension_refused(saved, spec)
+            if why_not is not None:
+                raise ConfigurationError(f"{run_dir}: --resume with a different spec (hash {spec_hash(saved)[:12]} in "
+                                         f"the run, {digest[:12]} given); resume with the run's own spec{why_not}")
         if not (run_dir / "last.pt").exists():
             raise ConfigurationError(f"{run_dir}: nothing to resume (no last.pt)")
     elif run_dir.exists() and any(run_dir.iterdir()):
@@ -144,6 +185,8 @@ def train_experiment(spec: dict, run_dir: str | Path, resume: bool = False, stop
     run_dir.mkdir(parents=True, exist_ok=True)
     if not resume:
         archive.write_run_files(run_dir, spec, vocab)
+    elif extended:  # the run is now the longer spec's; its vocabulary stays
+        archive.write_run_spec(run_dir, spec)
     trainer = Trainer(exp.trainer, model, batches_for(model, train, exp.data_loader, exp.seed, True),
                       batches_for(model, dev, exp.data_loader, exp.seed, False) if dev else None,
                       run_dir, on_epoch=on_epoch)
@@ -165,6 +208,6 @@ def train_experiment(spec: dict, run_dir: str | Path, resume: bool = False, stop
         report = getattr(model, "report", None)
         if callable(report) and test:
             result["test_report"] = report()
-    result["seconds"] = time.time() - started
+    result["seconds"] = time.time() - started + trainer.seconds_before
     write_json(run_dir / "metrics.json", result)
     return result

@@ -108,3 +108,7 @@ class Optimizer(Registrable, kind="optimizer"):
 class Scheduler(Registrable, kind="scheduler"):
     """A learning-rate schedule stepped once per batch; built with ``optimizer`` and
     ``num_training_steps`` injected."""
+
+    # whether the rate at a step depends on ``num_training_steps`` (so on trainer.num_epochs): a run
+    # of such a schedule cannot be extended to more epochs as if it had been planned that long
+    uses_num_training_steps = True

@@ -49,6 +49,8 @@ class AdamWOptimizer(_FusedAdam, Optimizer, torch.optim.AdamW):
 class _FactorSchedule(Scheduler, torch.optim.lr_scheduler.LRScheduler):
     """lr = base_lr * factor(step); stepped once per batch."""
 
+    uses_num_training_steps = False  # the rate at a step does not depend on trainer.num_epochs
+
     def factor(self, step: int) -> float:
         raise NotImplementedError
 
@@ -61,6 +63,8 @@ class _FactorSchedule(Scheduler, torch.optim.lr_scheduler.LRScheduler):
 class LinearWarmupDecay(_FactorSchedule):
     """Linear warm-up over ``warmup_steps`` (or ``warmup_fraction`` of training), then linear
     decay to ``final_ratio`` of the base rate at the last step."""
+
+    uses_num_training_steps = True
 
     def __init__(self, optimizer: Any, num_training_steps: int, warmup_steps: Optional[int] = None,
                  warmup_fraction: float = 0.1, final_ratio: float = 0.0):

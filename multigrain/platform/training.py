@@ -129,6 +129,8 @@ class Trainer:
         self.best_epoch: Optional[int] = None
         self.bad_epochs = 0
         self.history: list[dict] = []
+        self.seconds_before = 0.0  # training seconds of the earlier calls of a resumed run
+        self._started = time.time()
 
     # checkpoints ----------------------------------------------------------
     def _state(self) -> dict:
@@ -138,6 +140,7 @@ class Trainer:
             "scheduler": self.scheduler.state_dict() if self.scheduler else None,
             "epoch": self.epoch, "best": self.best, "best_epoch": self.best_epoch,
             "bad_epochs": self.bad_epochs, "history": self.history, "rng": rng_state(),
+            "seconds": self.seconds_before + time.time() - self._started,
         }
 
     def restore(self, path: Path) -> None:
@@ -148,12 +151,13 @@ class Trainer:
             self.scheduler.load_state_dict(state["scheduler"])
         self.epoch, self.best, self.best_epoch = state["epoch"], state["best"], state["best_epoch"]
         self.bad_epochs, self.history = state["bad_epochs"], state["history"]
+        self.seconds_before = state.get("seconds", 0.0)
         set_rng_state(state["rng"])
 
     # loop -----------------------------------------------------------------
     def train(self, stop_after_epoch: Optional[int] = None) -> dict:
         cfg = self.config
-        start = time.time()
+        start = self._started = time.time()
         while self.epoch < cfg.num_epochs:
             if cfg.patience is not None and self.bad_epochs >= cfg.patience:
                 break
@@ -184,7 +188,8 @@ class Trainer:
             if stop_after_epoch is not None and self.epoch >= stop_after_epoch:
                 break
         return {"best_epoch": self.best_epoch, f"best_validation_{self.metric_name}": self.best,
-                "epochs_completed": self.epoch, "training_seconds": time.time() - start, "history": self.history}
+                "epochs_completed": self.epoch, "training_seconds": self.seconds_before + time.time() - start,
+                "history": self.history}
 
     def _train_epoch(self, epoch: int) -> dict[str, float]:
         self.model.train()
