@@ -170,9 +170,12 @@ def main(argv=None) -> int:
         "",
         f"`python benchmarks/sentence_results.py` (rows from {', '.join(sources(rows)) or '–'}). Mean ± std "
         "over the seeds run (13, 14, ...; the seeds column), in percent; each row's epochs column is its "
-        "trainer.num_epochs. Backbone: a randomly initialised 4-layer char_transformer (no pretrained BERT is "
-        "available offline), so the absolute numbers are far below the papers' BERT-based ones; "
-        "compare the rows with each other. `big_vec`: `big` with 50-d SGNS character vectors from "
+        "trainer.num_epochs. Backbones: `m3e_*` rows fine-tune m3e-small (a pretrained 4-layer, 512-d Chinese "
+        "RoBERTa; optional extra `multigrain[m3e]`); the others a randomly initialised char_transformer, so "
+        "their absolute numbers are far below the papers' BERT-based ones: compare rows on the same backbone. "
+        "MWA on classification and pairs pools keys (the released code): with the paper's query pooling "
+        "([small-query] rows) the [CLS] row the classifier reads is never word-aligned, so those rows measure "
+        "an extra attention layer, not the word alignment. `big_vec`: `big` with 50-d SGNS character vectors from "
         "`benchmarks/pretrain_vectors.py`. THUCNews test = the 10% hash bucket of test.txt; "
         "CMRC 2018 test = the trial set (the official test set is hidden).",
         "",

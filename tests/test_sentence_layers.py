@@ -139,6 +139,28 @@ def test_mwa_without_segmentations_is_a_clear_error():
         layer(torch.randn(1, 3, 8), torch.ones(1, 3, dtype=torch.bool), {})
 
 
+def test_only_key_pooling_lets_the_word_alignment_reach_the_cls_row():
+    """Why the cls/pair specs pool keys: [CLS] is a word of its own, so query pooling never changes
+    its row, the only one a [CLS]-pooled classifier reads."""
+    from pathlib import Path
+
+    from multigrain.platform.config import load_spec
+
+    torch.manual_seed(0)
+    x, mask = torch.randn(2, 9, 16), torch.ones(2, 9, dtype=torch.bool)
+    one = SimpleNamespace(seg_ids=torch.tensor([[0, 1, 1, 2, 3, 3, 3, 4, 5]] * 2)[:, None])
+    other = SimpleNamespace(seg_ids=torch.tensor([[0, 1, 2, 2, 2, 3, 4, 4, 5]] * 2)[:, None])
+    for pool_over, cls_changes in (("query", False), ("key", True)):
+        layer = MwaEncoder(16, num_heads=2, pool_over=pool_over).eval()
+        a, b = layer(x, mask, {"lattice": one}), layer(x, mask, {"lattice": other})
+        assert not torch.allclose(a[:, 1:], b[:, 1:])
+        assert torch.allclose(a[:, 0], b[:, 0]) != cls_changes, pool_over
+    root = Path(__file__).resolve().parents[1] / "jsonnet_configs"
+    for spec, want in (("cls/chnsenticorp_mwa", "key"), ("cls/chnsenticorp_m3e_mwa", "key"), ("pair/bq_mwa", "key"),
+                       ("mrc/cmrc2018_mwa", "query")):
+        assert load_spec(root / f"{spec}.jsonnet")["model"]["encoder"]["pool_over"] == want, spec
+
+
 # ------------------------------------------------------------------------------------------ HRMF
 def hrmf_layer(normalization, d=8, heads=2, words=12):
     vocab = Vocabulary({"seg_words": ["@@PAD@@", "@@UNK@@"] + [f"w{i}" for i in range(words)]})

@@ -76,11 +76,16 @@ local data = '../shared/data';
   head(d, variant):: if d.task == 'mrc' then { type: 'span', max_answer_length: 64 }
                      else { type: 'classifier', pooling: if variant == 'big' then 'mean' else 'cls' },
 
+  // MWA's pooling per task. MRC: the paper's query pooling (a word's rows) plus the input H (as the
+  // released code): pooled rows make the characters of a word identical otherwise, and a span
+  // boundary inside a segmenter's word could not be found. Classification and pairs read only
+  // the [CLS] row, which query pooling never changes ([CLS] is a word of its own): MWA would be a
+  // plain attention layer there, so they pool keys (a word's columns), as the released code does.
+  mwa_for(task):: if task == 'mrc' then { add_input: true } else { pool_over: 'key' },
+
   model(d, variant):: {
-    // MWA on MRC adds its input H (as the released code): pooled rows make the characters of a
-    // word identical otherwise, and a span boundary inside a segmenter's word could not be found
     local layer = if variant == 'big' || variant == 'backbone' then null
-                  else $.layers[variant] + (if variant == 'mwa' && d.task == 'mrc' then { add_input: true } else {}),
+                  else $.layers[variant] + (if variant == 'mwa' then $.mwa_for(d.task) else {}),
     type: d.model,
     max_length: d.max_length,
     embedder: if variant == 'big' then { type: 'char_bigram', char_dim: 256, bigram_dim: 0, dropout: 0.1 }
