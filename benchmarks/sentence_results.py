@@ -151,7 +151,7 @@ def main(argv=None) -> int:
                 continue
             suffix = f"-max{args.max_instances}" if args.max_instances else ""
             tag = f"-{args.tag}" if args.tag else ""
-            run_dir = Path(args.runs_dir) / f"{path.stem}{tag}-e{spec['trainer']['num_epochs']}{suffix}-seed{seed}"
+            run_dir = Path(args.runs_dir) / f"{path.stem}{tag}-e{spec['trainer']['num_epochs']}{suffix}-seed{seed}-{digest[:8]}"
             started = time.time()
             result = train_or_reuse(spec, run_dir, args.tracking_uri, str(path))
             test, dev = result.get("test") or {}, result.get("validation") or {}

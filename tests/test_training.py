@@ -81,6 +81,7 @@ def test_resume_refuses_changed_spec(tmp_path, tiny_files):
 
 def test_a_run_extended_to_more_epochs_equals_the_longer_run(tmp_path, tiny_files):
     from multigrain.platform.cli import train_or_reuse
+    from multigrain.platform.errors import ConfigurationError
 
     train, dev = tiny_files
     scheduler = {"type": "inverse_time", "decay": 0.1}  # per epoch: independent of num_epochs
@@ -103,6 +104,8 @@ def test_a_run_extended_to_more_epochs_equals_the_longer_run(tmp_path, tiny_file
     assert (runs / "e4" / "spec_hash").read_text().strip() == extended["spec_hash"]
     assert json.loads((runs / "e2" / "metrics.json").read_text())["epochs_completed"] == 2  # the short run is kept
     assert sorted(p.name for p in runs.iterdir()) == ["e2", "e4", "other-lr"]
+    with pytest.raises(ConfigurationError, match=r"e2: holds a finished run of another spec"):
+        train_or_reuse(longer, runs / "e2", tracking_uri=uri)
 
 
 @pytest.mark.parametrize("head", ["crf", "softmax_tagger"])

@@ -95,11 +95,18 @@ def train_or_reuse(spec: dict, run_dir: Path, tracking_uri: "str | None" = None,
     from multigrain.platform.experiment import shorter_run
     from multigrain.platform.tracking import RunLogger
 
+    from multigrain.platform.config import spec_hash
+    from multigrain.platform.errors import ConfigurationError
+
     run_dir = Path(run_dir)
     metrics = run_dir / "metrics.json"
     if metrics.exists():
         done = json.loads(metrics.read_text(encoding="utf-8"))
         if done.get("finished"):
+            if done.get("spec_hash") != spec_hash(spec):
+                raise ConfigurationError(f"{run_dir}: holds a finished run of another spec (hash "
+                                         f"{str(done.get('spec_hash'))[:12]}, not {spec_hash(spec)[:12]}); "
+                                         f"choose another run directory")
             return done
     if not (run_dir / "last.pt").exists() and not (run_dir.exists() and any(run_dir.iterdir())):
         earlier = shorter_run(spec, run_dir.parent)
