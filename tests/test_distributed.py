@@ -58,6 +58,7 @@ def mlflow_runs(uri: str) -> list:
 def ray_local():
     import ray
 
+    D.patient_serve_defaults()
     ray.init(address="local", num_cpus=2, num_gpus=1, include_dashboard=False,
              object_store_memory=80 * 1024 * 1024, log_to_driver=False)
     yield
@@ -257,6 +258,19 @@ def _post(url: str, body) -> tuple[int, dict]:
             return r.status, json.loads(r.read())
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read())
+
+
+def test_local_workers_give_a_serve_proxy_time_to_start(ray_local, monkeypatch):
+    import ray
+
+    @ray.remote(num_cpus=0)
+    def ready_timeout():
+        return os.environ.get("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S")
+
+    assert ray.get(ready_timeout.remote()) == "60"  # inherited from the driver: Serve's default is 5 s
+    monkeypatch.setenv("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "7")
+    D.patient_serve_defaults()
+    assert os.environ["RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S"] == "7"  # the user's value stays
 
 
 def test_serve_answers_like_in_process_predict(swept):

@@ -74,6 +74,14 @@ def check_reachable(address: str, timeout: float = 3.0) -> None:
                                  f"is the head running (ray start --head --port={port})?") from None
 
 
+def patient_serve_defaults() -> None:
+    """Before a local ``ray.init`` (its workers inherit the environment): give a Serve proxy 60 s,
+    not 5, to report ready. On a loaded laptop or CI box the proxy's start-up takes longer than 5 s,
+    the controller kills it, and ``serve.start`` fails with ActorDiedError. A value the user set
+    stays."""
+    os.environ.setdefault("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "60")
+
+
 def connect(address: Optional[str] = None, **local_kwargs) -> bool:
     """Attach this process to Ray. ``None``/``"local"`` starts Ray in-process; anything else
     joins a running cluster. Returns whether this call initialised Ray (then the caller shuts
@@ -85,6 +93,7 @@ def connect(address: Optional[str] = None, **local_kwargs) -> bool:
     if address in (None, "", "local"):
         local_kwargs.setdefault("include_dashboard", False)
         local_kwargs.setdefault("log_to_driver", False)
+        patient_serve_defaults()
         ray.init(address="local", **local_kwargs)
         return True
     if address.startswith(("http://", "https://")):
