@@ -87,7 +87,7 @@ def table(rows: list[dict]) -> list[str]:
     tags = {r["tag"]: r["overrides"] for r in rows if r.get("tag")}
     if tags:
         lines.append("")
-        lines += [f"[{tag}]: " + " ".join(f"`-o {o}`" for o in overrides) for tag, overrides in sorted(tags.items())]
+        lines += [f"- `[{tag}]`: " + " ".join(f"`-o {o}`" for o in overrides) for tag, overrides in sorted(tags.items())]
     return lines
 
 
@@ -163,7 +163,9 @@ def main(argv=None) -> int:
             print(f"{key} seed {seed}: test {json.dumps(test)}", flush=True)
         save_row(store, key, row)
     order = {p.stem: i for i, p in enumerate(spec_paths())}
-    rank = lambda kv: (kv[1].get("tag") or "", order.get(kv[0].split("[")[0], len(order)))  # noqa: E731
+    datasets = {f"{task}/{name}": i for i, (task, name) in enumerate(DATASETS)}
+    rank = lambda kv: (datasets.get(kv[1]["experiment"], len(datasets)), kv[1].get("tag") or "",  # noqa: E731
+                       order.get(kv[0].split("[")[0], len(order)))
     rows = [r for _, r in sorted(save_row(store).items(), key=rank)]
 
     note = [
