@@ -79,7 +79,7 @@ def test_resume_refuses_changed_spec(tmp_path, tiny_files):
         train_experiment(warm, tmp_path / "warm", resume=True)
 
 
-def test_a_run_extended_to_more_epochs_equals_the_longer_run(tmp_path, tiny_files):
+def test_a_run_extended_to_more_epochs_equals_the_longer_run(tmp_path, tiny_files, monkeypatch):
     from multigrain.platform.cli import train_or_reuse
     from multigrain.platform.errors import ConfigurationError
 
@@ -89,6 +89,7 @@ def test_a_run_extended_to_more_epochs_equals_the_longer_run(tmp_path, tiny_file
     longer = tiny_spec(train, dev, epochs=4, dropout=0.3, scheduler=scheduler)
     full = train_experiment(longer, tmp_path / "full")
     runs, uri = tmp_path / "runs", f"sqlite:///{tmp_path / 'mlruns.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)  # mlflow.set_tracking_uri exports it: undone after the test
     first = train_or_reuse(short, runs / "e2", tracking_uri=uri)
     assert first["finished"] and first["epochs_completed"] == 2
     other = tiny_spec(train, dev, epochs=1, lr=0.02, scheduler=scheduler)  # not a shorter run of `longer`
