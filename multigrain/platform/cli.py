@@ -92,20 +92,19 @@ def train_or_reuse(spec: dict, run_dir: Path, tracking_uri: "str | None" = None,
     asking a results script for more epochs trains only the missing ones; the sibling is kept."""
     import shutil
 
+    from multigrain.platform.config import spec_hash
+    from multigrain.platform.errors import ConfigurationError
     from multigrain.platform.experiment import shorter_run
     from multigrain.platform.tracking import RunLogger
 
-    from multigrain.platform.config import spec_hash
-    from multigrain.platform.errors import ConfigurationError
-
-    run_dir = Path(run_dir)
+    run_dir, digest = Path(run_dir), spec_hash(spec)
     metrics = run_dir / "metrics.json"
     if metrics.exists():
         done = json.loads(metrics.read_text(encoding="utf-8"))
         if done.get("finished"):
-            if done.get("spec_hash") != spec_hash(spec):
+            if done.get("spec_hash") != digest:
                 raise ConfigurationError(f"{run_dir}: holds a finished run of another spec (hash "
-                                         f"{str(done.get('spec_hash'))[:12]}, not {spec_hash(spec)[:12]}); "
+                                         f"{str(done.get('spec_hash'))[:12]}, not {digest[:12]}); "
                                          f"choose another run directory")
             return done
     if not (run_dir / "last.pt").exists() and not (run_dir.exists() and any(run_dir.iterdir())):
@@ -119,7 +118,7 @@ def train_or_reuse(spec: dict, run_dir: Path, tracking_uri: "str | None" = None,
                 run_dir.rmdir()
             tmp.rename(run_dir)
     resume = (run_dir / "last.pt").exists()
-    return run_tracked(spec, Path(run_dir), RunLogger(tracking_uri), resume=resume, source=source)
+    return run_tracked(spec, run_dir, RunLogger(tracking_uri), resume=resume, source=source)
 
 
 def _print_result(result: dict) -> None:

@@ -3,7 +3,6 @@ evaluate, write the run directory. Used by the CLI and by Ray workers alike."""
 from __future__ import annotations
 
 import json
-
 import time
 from collections import Counter
 from pathlib import Path
@@ -135,10 +134,13 @@ def shorter_run(spec: dict, parent: Path) -> Optional[Path]:
     see ``extension_refused``, and a ``last.pt``) with the most epochs, or None."""
     from multigrain.platform import archive
 
+    parent = Path(parent)
+    if not parent.is_dir():
+        return None
+    runs = (p for p in parent.iterdir()
+            if not p.name.endswith(".copying") and (p / "config.json").is_file() and (p / "last.pt").is_file())
     best, best_epochs = None, -1
-    for run in sorted(p for p in Path(parent).iterdir() if not p.name.endswith(".copying")
-                      and (p / "config.json").is_file() and (p / "last.pt").is_file()) \
-            if Path(parent).is_dir() else ():
+    for run in sorted(runs):
         saved = archive.read_spec(run)
         epochs = saved.get("trainer", {}).get("num_epochs")
         if extension_refused(saved, spec) is None and epochs > best_epochs:

@@ -157,7 +157,7 @@ class Trainer:
     # loop -----------------------------------------------------------------
     def train(self, stop_after_epoch: Optional[int] = None) -> dict:
         cfg = self.config
-        start = self._started = time.time()
+        self._started = time.time()
         while self.epoch < cfg.num_epochs:
             if cfg.patience is not None and self.bad_epochs >= cfg.patience:
                 break
@@ -188,7 +188,7 @@ class Trainer:
             if stop_after_epoch is not None and self.epoch >= stop_after_epoch:
                 break
         return {"best_epoch": self.best_epoch, f"best_validation_{self.metric_name}": self.best,
-                "epochs_completed": self.epoch, "training_seconds": self.seconds_before + time.time() - start,
+                "epochs_completed": self.epoch, "training_seconds": self.seconds_before + time.time() - self._started,
                 "history": self.history}
 
     def _train_epoch(self, epoch: int) -> dict[str, float]:

@@ -13,11 +13,10 @@ own vocabulary when the embedder has it.
 """
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Optional
-
 import importlib.util
 import json
+from pathlib import Path
+from typing import Optional
 
 import torch
 
