@@ -2,7 +2,7 @@
 
     python benchmarks/sentence_results.py [--seeds 3] [--epochs N] [--only chnsenticorp_mwa ...]
         [-o KEY.PATH=VALUE ... --tag NAME] [--max-instances N] [--results benchmarks/RESULTS.md]
-        [--runs-dir runs/sentence] [--store JSON] [--tracking-uri URI]
+        [--runs-dir runs/sentence] [--store JSON] [--tracking-uri URI | --no-tracking]
 
 Each (spec, seed) is one MLflow-tracked training (``multigrain.platform.cli.run_tracked``) in its
 own run directory; a finished run directory is reused, an unfinished one resumed, and a run
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 import time
@@ -62,6 +61,16 @@ def prepared_spec(path: Path, seed: int, epochs: int | None, max_instances: int 
             if key in spec:
                 spec[key]["max_instances"] = max_instances
     return spec
+
+
+def run_dir_for(path: Path, spec: dict, runs_dir: str, tag: str | None = None, max_instances: int | None = None) -> Path:
+    """``<runs_dir>/<stem>[-tag]-e<epochs>[-max<N>]-seed<S>-<hash8>``: one directory per (spec, seed)."""
+    from multigrain.platform.config import spec_hash
+
+    suffix = f"-max{max_instances}" if max_instances else ""
+    tag = f"-{tag}" if tag else ""
+    return Path(runs_dir) / (f"{path.stem}{tag}-e{spec['trainer']['num_epochs']}{suffix}-seed{spec['seed']}-"
+                             f"{spec_hash(spec)[:8]}")
 
 
 def cells(row: dict) -> tuple[str, str, str, int, float]:
@@ -103,9 +112,9 @@ def sources(rows: list[dict]) -> list[str]:
 def device_line() -> str:
     import torch
 
-    if torch.cuda.is_available():
-        return f"GPU {torch.cuda.get_device_name(0)}"
-    return f"CPU only ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
+    from multigrain.platform.training import describe_device
+
+    return describe_device(torch.device("cuda" if torch.cuda.is_available() else "cpu"))
 
 
 def main(argv=None) -> int:
@@ -120,6 +129,8 @@ def main(argv=None) -> int:
     parser.add_argument("--results", default=str(ROOT / "benchmarks" / "RESULTS.md"))
     parser.add_argument("--runs-dir", default="runs/sentence")
     parser.add_argument("--tracking-uri", default=None)
+    parser.add_argument("--no-tracking", action="store_true",
+                        help="train without MLflow (a machine without the store); `multigrain log RUN_DIR` logs them later")
     parser.add_argument("--vectors", default="runs/vectors", help="directory of chars.vec for the *_vec specs")
     add_override_options(parser, "sentence_results")
     args = parser.parse_args(argv)
@@ -149,17 +160,15 @@ def main(argv=None) -> int:
             if seed >= 13 + args.seeds:
                 print(f"{key} seed {seed}: dropped from {store} (trained with another spec)", flush=True)
                 continue
-            suffix = f"-max{args.max_instances}" if args.max_instances else ""
-            tag = f"-{args.tag}" if args.tag else ""
-            run_dir = Path(args.runs_dir) / f"{path.stem}{tag}-e{spec['trainer']['num_epochs']}{suffix}-seed{seed}-{digest[:8]}"
+            run_dir = run_dir_for(path, spec, args.runs_dir, args.tag, args.max_instances)
             started = time.time()
-            result = train_or_reuse(spec, run_dir, args.tracking_uri, str(path))
+            result = train_or_reuse(spec, run_dir, args.tracking_uri, str(path), track=not args.no_tracking)
             test, dev = result.get("test") or {}, result.get("validation") or {}
             a, b = ("em", "f1") if task == "mrc" else ("accuracy", "macro_f1")
             row["runs"][str(seed)] = {
                 "test_a": test.get(a), "test_b": test.get(b), "dev": dev.get("f1" if task == "mrc" else "accuracy"),
                 "seconds": result.get("seconds", time.time() - started), "best_epoch": result.get("best_epoch"),
-                "spec_hash": digest, "device": device_line(), "date": time.strftime("%Y-%m-%d")}
+                "spec_hash": digest, "device": result.get("device") or device_line(), "date": time.strftime("%Y-%m-%d")}
             print(f"{key} seed {seed}: test {json.dumps(test)}", flush=True)
         save_row(store, key, row)
     order = {p.stem: i for i, p in enumerate(spec_paths())}
@@ -178,7 +187,9 @@ def main(argv=None) -> int:
         "MWA on classification and pairs pools keys (the released code): with the paper's query pooling "
         "([small-query] rows) the [CLS] row the classifier reads is never word-aligned, so those rows measure "
         "an extra attention layer, not the word alignment. `big_vec`: `big` with 50-d SGNS character vectors from "
-        "`benchmarks/pretrain_vectors.py`. THUCNews test = the 10% hash bucket of test.txt; "
+        "`benchmarks/pretrain_vectors.py`. ChnSentiCorp `big`/`big_vec`: the BiG paper's Table I word2vec settings (batch 128, "
+        "rate 7e-4) for 40 epochs with patience 5, chosen by dev accuracy over the tagged rows beside them. Rows trained on "
+        "a GPU ran 3-12 trainings at once on it, so their min/run is a shared GPU's time. THUCNews test = the 10% hash bucket of test.txt; "
         "CMRC 2018 test = the trial set (the official test set is hidden).",
         "",
     ]

@@ -3,6 +3,7 @@ sessions, whose run directories are gone) stay in RESULTS.md; a seed already in 
 trained again; the other sections of RESULTS.md are left as they were. Training is replaced by a
 stub returning known metrics, so the tables can be checked to the digit."""
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,9 @@ import results_md  # noqa: E402
 import sentence_results  # noqa: E402
 
 
+fake_training_tracked: list = []
+
+
 @pytest.fixture
 def fake_training(monkeypatch):
     """``train_or_reuse`` stub: seed s gets test accuracy 0.80 + s/100 (13 -> 0.93); records calls."""
@@ -22,11 +26,12 @@ def fake_training(monkeypatch):
 
     calls = []
 
-    def train_or_reuse(spec, run_dir, tracking_uri=None, source=None):
+    def train_or_reuse(spec, run_dir, tracking_uri=None, source=None, track=True):
         calls.append((spec["seed"], str(run_dir)))
+        fake_training_tracked.append(track)
         acc = 0.80 + spec["seed"] / 100
         return {"test": {"accuracy": acc, "macro_f1": acc - 0.01, "f1": acc}, "validation": {"accuracy": acc - 0.02,
-                "f1": acc - 0.02}, "seconds": 60.0, "best_epoch": 2, "epochs_completed": 3}
+                "f1": acc - 0.02}, "seconds": 60.0, "best_epoch": 2, "epochs_completed": 3, "device": "GPU Fake"}
 
     monkeypatch.setattr(cli, "train_or_reuse", train_or_reuse)
     return calls
@@ -58,6 +63,19 @@ def test_sentence_store_adds_seeds_without_training_kept_ones(tmp_path, fake_tra
     # seeds 13 and 14: accuracy 93 and 94 -> 93.50 ± 0.71 (sample std); macro-F1 one less; dev two less
     assert "| cls/chnsenticorp | backbone | 93.50 ± 0.71 | 92.50 ± 0.71 | 91.50 ± 0.71 | 2 | 3 | 1.0 |" in text
     assert "| pair/bq | big | 71.00 ± 0.10 | 70.90 ± 0.10 | 72.00 ± 0.20 | 3 | 10 | 5.0 |" in text  # imported row
+
+
+def test_sentence_runs_without_tracking_keep_the_device_they_trained_on(tmp_path, fake_training):
+    fake_training_tracked.clear()
+    results, store = results_file(tmp_path), tmp_path / "store.json"
+    assert sentence_results.main(["--only", "chnsenticorp_big_vec", "--results", str(results), "--store", str(store),
+                                  "--runs-dir", str(tmp_path / "runs"), "--seeds", "1", "--no-tracking"]) == 0
+    assert fake_training_tracked == [False]
+    (seed, run_dir), = fake_training
+    row = results_md.save_row(store)["chnsenticorp_big_vec"]
+    assert row["runs"]["13"]["device"] == "GPU Fake" and "GPU Fake (" in results.read_text(encoding="utf-8")
+    # the run dir a later invocation (or another machine) finds: stem, epochs, seed, spec hash
+    assert Path(run_dir).name == f"chnsenticorp_big_vec-e40-seed13-{row['runs']['13']['spec_hash'][:8]}"
 
 
 def test_sentence_store_drops_seeds_of_another_spec(tmp_path, fake_training):

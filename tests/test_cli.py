@@ -77,3 +77,40 @@ def test_train_track_leaderboard_evaluate_predict(tmp_path):
 def test_evaluate_missing_archive(tmp_path):
     out = run_cli("evaluate", tmp_path / "nope", tmp_path / "x", cwd=tmp_path)
     assert out.returncode != 0 and "not a multigrain run directory" in out.stderr
+
+
+def test_log_replays_runs_trained_without_tracking(tmp_path):
+    """``train --no-tracking`` (a machine without the store) writes no MLflow run; ``log`` adds it
+    later with the run's own metrics and curves, after checking every directory first."""
+    src = DATA / "resume_ner" / "dev.char.bmes"
+    spec = tiny_spec(head_sentences(src, 12, tmp_path / "train.bmes"), head_sentences(src, 4, tmp_path / "dev.bmes"),
+                     epochs=2)
+    spec["test_data_path"] = spec["validation_data_path"]
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    out = run_cli("train", "spec.json", "-s", "run1", "--no-tracking", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    result = json.loads((tmp_path / "run1" / "metrics.json").read_text())
+    assert not (tmp_path / "mlruns.db").exists()
+    assert result["device"].startswith("CPU only (")  # where it trained, kept for the results tables
+
+    (tmp_path / "half").mkdir()
+    (tmp_path / "half" / "config.json").write_text("{}")
+    (tmp_path / "half" / "metrics.json").write_text('{"finished": false}')
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "config.json").write_text("{}")
+    (tmp_path / "broken" / "metrics.json").write_text('{"finished": ')
+    for bad, message in (("nowhere", "nowhere: not a run directory (missing"), ("half", "half: the run is not finished"),
+                         ("broken", "broken: unreadable run files")):
+        refused = run_cli("log", "run1", bad, cwd=tmp_path)
+        assert refused.returncode == 2 and message in refused.stderr, refused.stderr
+        assert not (tmp_path / "mlruns.db").exists()  # run1 was not logged either
+
+    logged = run_cli("log", "run1", cwd=tmp_path)
+    assert logged.returncode == 0, logged.stderr
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlruns.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("ner/tiny").experiment_id])
+    assert len(runs) == 1 and runs[0].data.tags["spec_hash"] == result["spec_hash"]
+    assert abs(runs[0].data.metrics["test_f1"] - result["test"]["f1"]) < 1e-9
+    assert [m.step for m in client.get_metric_history(runs[0].info.run_id, "validation_f1")] == [1, 2]

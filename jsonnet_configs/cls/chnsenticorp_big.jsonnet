@@ -3,4 +3,5 @@
 // MLflow experiment: cls/chnsenticorp. Defaults in ../lib/sentence.libsonnet.
 local sentence = import '../lib/sentence.libsonnet';
 
-sentence.spec('chnsenticorp', 'big', epochs=10, lr=5e-4, batch_size=32)
+local p = sentence.big_paper;
+sentence.spec('chnsenticorp', 'big', p.epochs, p.lr, p.batch_size, p.patience)

@@ -3,4 +3,5 @@
 // (benchmarks/pretrain_vectors.py writes runs/vectors). MLflow experiment: cls/chnsenticorp. Defaults in ../lib/sentence.libsonnet.
 local sentence = import '../lib/sentence.libsonnet';
 
-sentence.big_vec_spec('chnsenticorp', std.extVar('vectors'))
+local p = sentence.big_paper;
+sentence.big_vec_spec('chnsenticorp', std.extVar('vectors'), p.epochs, p.lr, p.batch_size, p.patience)

@@ -83,9 +83,11 @@ def run_tracked(spec: dict, run_dir: Path, logger, resume: bool = False, stop_af
     return result
 
 
-def train_or_reuse(spec: dict, run_dir: Path, tracking_uri: "str | None" = None, source=None) -> dict:
+def train_or_reuse(spec: dict, run_dir: Path, tracking_uri: "str | None" = None, source=None,
+                   track: bool = True) -> dict:
     """The metrics of a finished run in ``run_dir``, else train there (resuming from its
-    ``last.pt`` when an earlier attempt was interrupted), logging to MLflow.
+    ``last.pt`` when an earlier attempt was interrupted), logging to MLflow unless ``track`` is
+    false (a machine without the tracking store; ``multigrain log`` logs the run dir later).
 
     A new ``run_dir`` starts from a copy of the longest sibling run that the spec extends (the
     same spec with fewer ``trainer.num_epochs`` and a schedule that does not depend on them), so
@@ -118,7 +120,7 @@ def train_or_reuse(spec: dict, run_dir: Path, tracking_uri: "str | None" = None,
                 run_dir.rmdir()
             tmp.rename(run_dir)
     resume = (run_dir / "last.pt").exists()
-    return run_tracked(spec, run_dir, RunLogger(tracking_uri), resume=resume, source=source)
+    return run_tracked(spec, run_dir, RunLogger(tracking_uri) if track else None, resume=resume, source=source)
 
 
 def _print_result(result: dict) -> None:
@@ -219,6 +221,30 @@ def cmd_components(args) -> int:
     return 0
 
 
+def cmd_log(args) -> int:
+    """Log finished run directories trained without tracking (``--no-tracking``, another machine)."""
+    from multigrain.platform.errors import ConfigurationError
+    from multigrain.platform.tracking import replay
+
+    runs = []
+    for path in map(Path, args.run_dirs):
+        files = {name: path / f"{name}.json" for name in ("metrics", "config")}
+        missing = [str(f) for f in files.values() if not f.is_file()]
+        if missing:
+            raise ConfigurationError(f"{path}: not a run directory (missing {', '.join(missing)})")
+        try:
+            result, spec = (json.loads(f.read_text(encoding="utf-8")) for f in files.values())
+        except (ValueError, UnicodeDecodeError) as e:
+            raise ConfigurationError(f"{path}: unreadable run files ({e})") from None
+        if not result.get("finished"):
+            raise ConfigurationError(f"{path}: the run is not finished (resume it with multigrain train --resume)")
+        runs.append((path, result, spec))
+    for path, result, spec in runs:  # every directory checked before anything is logged
+        run_id = replay(dict(result, run_dir=str(path)), spec, args.tracking_uri)
+        print(f"{path}: logged as MLflow run {run_id} ({result['task']}/{result['dataset']}, test {result.get('test')})")
+    return 0
+
+
 def cmd_leaderboard(args) -> int:
     from multigrain.platform.tracking import leaderboard, print_leaderboard
 
@@ -310,6 +336,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("components", help="list registered components")
     p.add_argument("kind", nargs="?", help="one registry kind (encoder, head, reader, ...)")
     p.set_defaults(func=cmd_components)
+
+    p = sub.add_parser("log", help="log finished run directories trained with --no-tracking to MLflow")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    p.add_argument("--tracking-uri")
+    p.set_defaults(func=cmd_log)
 
     p = sub.add_parser("leaderboard", help="rank the runs of a task from MLflow")
     p.add_argument("task", help="an experiment such as ner/resume, or a task such as ner")

@@ -152,7 +152,7 @@ def train_experiment(spec: dict, run_dir: str | Path, resume: bool = False, stop
                      on_epoch: Optional[Callable[[int, dict], None]] = None, source: Optional[str] = None) -> dict:
     """Train and evaluate; returns the run summary also written to ``metrics.json``."""
     from multigrain.platform import archive
-    from multigrain.platform.training import Trainer, evaluate, seed_everything, write_json
+    from multigrain.platform.training import Trainer, describe_device, evaluate, seed_everything, write_json
 
     run_dir = Path(run_dir)
     validate_spec(spec, source)
@@ -211,5 +211,6 @@ def train_experiment(spec: dict, run_dir: str | Path, resume: bool = False, stop
         if callable(report) and test:
             result["test_report"] = report()
     result["seconds"] = time.time() - started + trainer.seconds_before
+    result["device"] = describe_device(trainer.device)
     write_json(run_dir / "metrics.json", result)
     return result

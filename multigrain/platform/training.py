@@ -68,6 +68,15 @@ def pick_device(cuda_device: Optional[int]) -> torch.device:
     return torch.device("cpu")
 
 
+def describe_device(device: torch.device) -> str:
+    """Where a run trained, for its results: ``GPU <name>`` or ``CPU only (<machine>, <n> threads)``."""
+    import platform
+
+    if device.type == "cuda":
+        return f"GPU {torch.cuda.get_device_name(device)}"
+    return f"CPU only ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
+
+
 def move_to(batch, device):
     if isinstance(batch, torch.Tensor):
         return batch.to(device, non_blocking=True)
