@@ -224,23 +224,27 @@ def cmd_components(args) -> int:
 def cmd_log(args) -> int:
     """Log finished run directories trained without tracking (``--no-tracking``, another machine)."""
     from multigrain.platform.errors import ConfigurationError
-    from multigrain.platform.tracking import replay
+    from multigrain.platform.tracking import logged_run, replay
 
     runs = []
     for path in map(Path, args.run_dirs):
-        files = {name: path / f"{name}.json" for name in ("metrics", "config")}
-        missing = [str(f) for f in files.values() if not f.is_file()]
+        files = [path / "metrics.json", path / "config.json"]
+        missing = [str(f) for f in files if not f.is_file()]
         if missing:
             raise ConfigurationError(f"{path}: not a run directory (missing {', '.join(missing)})")
         try:
-            result, spec = (json.loads(f.read_text(encoding="utf-8")) for f in files.values())
+            result, spec = [json.loads(f.read_text(encoding="utf-8")) for f in files]
         except (ValueError, UnicodeDecodeError) as e:
             raise ConfigurationError(f"{path}: unreadable run files ({e})") from None
         if not result.get("finished"):
             raise ConfigurationError(f"{path}: the run is not finished (resume it with multigrain train --resume)")
-        runs.append((path, result, spec))
+        runs.append((path, dict(result, run_dir=str(path)), spec))
     for path, result, spec in runs:  # every directory checked before anything is logged
-        run_id = replay(dict(result, run_dir=str(path)), spec, args.tracking_uri)
+        known = logged_run(result, args.tracking_uri)
+        if known:
+            print(f"{path}: already logged as MLflow run {known}; skipped")
+            continue
+        run_id = replay(result, spec, args.tracking_uri)
         print(f"{path}: logged as MLflow run {run_id} ({result['task']}/{result['dataset']}, test {result.get('test')})")
     return 0
 

@@ -146,6 +146,17 @@ class RunLogger:
             self.client.set_terminated(self.run_id, "FAILED")
 
 
+def logged_run(result: dict, uri: Optional[str] = None) -> Optional[str]:
+    """The id of a finished MLflow run already holding ``result`` (same spec hash and run dir), if any."""
+    client = _client(tracking_uri(uri))
+    exp = client.get_experiment_by_name(experiment_name(result))
+    if exp is None:
+        return None
+    runs = client.search_runs([exp.experiment_id], filter_string=f"tags.spec_hash = '{result['spec_hash']}'")
+    return next((r.info.run_id for r in runs
+                 if r.data.tags.get("run_dir") == result["run_dir"] and r.info.status == "FINISHED"), None)
+
+
 def replay(result: dict, spec: dict, uri: Optional[str] = None) -> str:
     """Log a finished run from its result (what a Ray worker returned to the driver)."""
     logger = RunLogger(uri)
