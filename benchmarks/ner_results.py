@@ -186,7 +186,8 @@ def main(argv=None) -> int:
                "paper": "–" if args.tag else PAPER.get((dataset, model.removesuffix("_vec")), "–"),
                "epochs": result.get("epochs_completed", epochs), "best_epoch": result.get("best_epoch", "–"),
                "minutes": result.get("seconds", time.time() - started) / 60, "note": note,
-               "device": device_line(), "date": time.strftime("%Y-%m-%d"), "run_dir": str(run_dir)}
+               "device": result.get("device") or device_line(), "date": time.strftime("%Y-%m-%d"),
+               "run_dir": str(run_dir)}
         print(f"{key}: dev {json.dumps(dev)} test {json.dumps(test)}", flush=True)
         rows = save_row(store, key, row)
 
