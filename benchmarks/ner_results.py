@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import re
 import sys
 import time
@@ -82,14 +81,6 @@ def prepared_spec(path: Path, epochs: int | None, max_instances: int | None, cud
     return spec, own_epochs
 
 
-def device_line() -> str:
-    import torch
-
-    if torch.cuda.is_available():
-        return f"GPU {torch.cuda.get_device_name(0)}"
-    return f"CPU only ({platform.machine()}, {torch.get_num_threads()} threads)"
-
-
 def pct(x) -> str:
     return f"{100 * x:.2f}" if isinstance(x, (int, float)) else "–"
 
@@ -131,6 +122,7 @@ def seed_spread(rows: dict) -> list[str]:
 def main(argv=None) -> int:
     from multigrain.platform.cli import train_or_reuse
     from multigrain.platform.config import spec_hash
+    from multigrain.platform.training import describe_device, pick_device
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--specs", nargs="*", default=None, help="spec stems, e.g. resume_plte weibo_big")
@@ -186,8 +178,8 @@ def main(argv=None) -> int:
                "paper": "–" if args.tag else PAPER.get((dataset, model.removesuffix("_vec")), "–"),
                "epochs": result.get("epochs_completed", epochs), "best_epoch": result.get("best_epoch", "–"),
                "minutes": result.get("seconds", time.time() - started) / 60, "note": note,
-               "device": result.get("device") or device_line(), "date": time.strftime("%Y-%m-%d"),
-               "run_dir": str(run_dir)}
+               "device": result.get("device") or describe_device(pick_device(None)),
+               "date": time.strftime("%Y-%m-%d"), "run_dir": str(run_dir)}
         print(f"{key}: dev {json.dumps(dev)} test {json.dumps(test)}", flush=True)
         rows = save_row(store, key, row)
 

@@ -109,17 +109,10 @@ def sources(rows: list[dict]) -> list[str]:
     return sorted(found)
 
 
-def device_line() -> str:
-    import torch
-
-    from multigrain.platform.training import describe_device
-
-    return describe_device(torch.device("cuda" if torch.cuda.is_available() else "cpu"))
-
-
 def main(argv=None) -> int:
     from multigrain.platform.cli import train_or_reuse
     from multigrain.platform.config import spec_hash
+    from multigrain.platform.training import describe_device, pick_device
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=3)
@@ -168,7 +161,8 @@ def main(argv=None) -> int:
             row["runs"][str(seed)] = {
                 "test_a": test.get(a), "test_b": test.get(b), "dev": dev.get("f1" if task == "mrc" else "accuracy"),
                 "seconds": result.get("seconds", time.time() - started), "best_epoch": result.get("best_epoch"),
-                "spec_hash": digest, "device": result.get("device") or device_line(), "date": time.strftime("%Y-%m-%d")}
+                "spec_hash": digest, "device": result.get("device") or describe_device(pick_device(None)),
+                "date": time.strftime("%Y-%m-%d")}
             print(f"{key} seed {seed}: test {json.dumps(test)}", flush=True)
         save_row(store, key, row)
     order = {p.stem: i for i, p in enumerate(spec_paths())}
