@@ -92,6 +92,9 @@ def test_log_replays_runs_trained_without_tracking(tmp_path):
     result = json.loads((tmp_path / "run1" / "metrics.json").read_text())
     assert not (tmp_path / "mlruns.db").exists()
     assert result["device"].startswith("CPU only (")  # where it trained, kept for the results tables
+    assert result["git_commit"] == "unknown"  # tmp_path is no git checkout
+    # as if trained in a checkout at commit abc123 on another machine: the MLflow run gets that commit
+    (tmp_path / "run1" / "metrics.json").write_text(json.dumps({**result, "git_commit": "abc123"}))
 
     (tmp_path / "half").mkdir()
     (tmp_path / "half" / "config.json").write_text("{}")
@@ -114,5 +117,6 @@ def test_log_replays_runs_trained_without_tracking(tmp_path):
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlruns.db'}")
     runs = client.search_runs([client.get_experiment_by_name("ner/tiny").experiment_id])
     assert len(runs) == 1 and runs[0].data.tags["spec_hash"] == result["spec_hash"]
+    assert runs[0].data.tags["git_commit"] == "abc123"
     assert abs(runs[0].data.metrics["test_f1"] - result["test"]["f1"]) < 1e-9
     assert [m.step for m in client.get_metric_history(runs[0].info.run_id, "validation_f1")] == [1, 2]

@@ -152,6 +152,7 @@ def train_experiment(spec: dict, run_dir: str | Path, resume: bool = False, stop
                      on_epoch: Optional[Callable[[int, dict], None]] = None, source: Optional[str] = None) -> dict:
     """Train and evaluate; returns the run summary also written to ``metrics.json``."""
     from multigrain.platform import archive
+    from multigrain.platform.tracking import git_commit
     from multigrain.platform.training import Trainer, describe_device, evaluate, seed_everything, write_json
 
     run_dir = Path(run_dir)
@@ -212,5 +213,6 @@ def train_experiment(spec: dict, run_dir: str | Path, resume: bool = False, stop
             result["test_report"] = report()
     result["seconds"] = time.time() - started + trainer.seconds_before
     result["device"] = describe_device(trainer.device)
+    result["git_commit"] = git_commit()  # of the checkout that trained: `multigrain log` tags the run with it
     write_json(run_dir / "metrics.json", result)
     return result

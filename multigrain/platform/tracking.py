@@ -88,13 +88,15 @@ class RunLogger:
         self.client = None
         self.run_id: Optional[str] = None
 
-    def start(self, spec: dict, ident: dict, digest: str, run_dir: str, leaderboard: bool = True) -> str:
+    def start(self, spec: dict, ident: dict, digest: str, run_dir: str, leaderboard: bool = True,
+              commit: Optional[str] = None) -> str:
+        """``commit``: the git commit that trained the run (default: this checkout's)."""
         from mlflow.entities import Param
 
         self.client = _client(self.uri)
         exp_id = _experiment_id(self.client, experiment_name(ident))
         tags = {"task": ident["task"], "dataset": ident["dataset"], "model": ident["model"],
-                "encoder": ident["encoder"], "spec_hash": digest, "git_commit": git_commit(),
+                "encoder": ident["encoder"], "spec_hash": digest, "git_commit": commit or git_commit(),
                 "leaderboard": "true" if leaderboard else "false", "run_dir": str(run_dir),
                 "mlflow.runName": f"{ident['model']}-{ident['encoder']}-{digest[:8]}"}
         run = self.client.create_run(exp_id, tags=tags)
@@ -158,10 +160,14 @@ def logged_run(result: dict, uri: Optional[str] = None) -> Optional[str]:
 
 
 def replay(result: dict, spec: dict, uri: Optional[str] = None) -> str:
-    """Log a finished run from its result (what a Ray worker returned to the driver)."""
+    """Log a finished run from its result (what a Ray worker returned to the driver, or the
+    metrics.json of a run trained elsewhere), tagged with the commit recorded where it trained;
+    where none was recorded, or the trainer had no git checkout (a Ray working_dir), this one's."""
     logger = RunLogger(uri)
     ident = {k: result[k] for k in ("task", "dataset", "model", "encoder")}
-    run_id = logger.start(spec, ident, result["spec_hash"], result["run_dir"])
+    trained_at = result.get("git_commit")
+    run_id = logger.start(spec, ident, result["spec_hash"], result["run_dir"],
+                          commit=trained_at if trained_at and trained_at != "unknown" else None)
     for record in result.get("history", []):
         logger.log_epoch(record["epoch"], record)
     logger.finish(result, result["run_dir"])
