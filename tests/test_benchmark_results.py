@@ -121,3 +121,37 @@ def test_ner_seed_spread_is_mean_and_sample_std_over_seed_rows():
     assert lines[2:] == ["- resume_big: test F1 94.00 ± 1.00 over seeds 13, 14, 15 (93.00, 94.00, 95.00)",
                          "- weibo_plte: test F1 50.00 ± 2.83 over seeds 13, 14 (52.00, 48.00)"]
     assert ner_results.seed_spread({"msra_plte": row(0.9)}) == []
+
+
+def test_export_m3e_vectors_writes_whole_tokens_with_their_rows(tmp_path):
+    """The exported table holds every whole vocabulary token (no ``##`` pieces, no specials) with its
+    own row of the model's input embeddings, upper-case forms of lower-case Latin tokens, and
+    loads into a ``char_bigram`` embedding (word2vec text format)."""
+    import json
+
+    import torch
+
+    import export_m3e_vectors
+    from multigrain.components.embedders.vectors import load_vec_into
+
+    model = tmp_path / "tiny_bert"
+    model.mkdir()
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "好", "##好", "天", "ab", "AB", "x", "##x", "中国"]
+    (model / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    table = torch.randn(len(vocab), 6)
+    torch.save({"embeddings.word_embeddings.weight": table, "pooler.dense.weight": torch.zeros(6, 6)},
+               model / "pytorch_model.bin")
+    assert export_m3e_vectors.main(["--model", str(model), "--out", str(tmp_path / "out")]) == 0
+
+    lines = (tmp_path / "out" / "m3e_chars.vec").read_text(encoding="utf-8").splitlines()
+    rows = {line.split(" ")[0]: [float(v) for v in line.split(" ")[1:]] for line in lines[1:]}
+    expected = {"好": 4, "天": 6, "ab": 7, "AB": 8, "x": 9, "中国": 11, "X": 9}  # "AB" is its own token
+    assert lines[0] == f"{len(expected)} 6" and set(rows) == set(expected)
+    for token, i in expected.items():
+        assert rows[token] == pytest.approx(table[i].tolist(), abs=1e-5)
+    info = json.loads((tmp_path / "out" / "m3e_vectors.json").read_text())
+    assert info["tokens"] == 7 and info["dim"] == 6 and info["single_characters"] == 4
+
+    weight = torch.zeros(4, 6)
+    assert load_vec_into(weight, ["<pad>", "<unk>", "天", "X"], str(tmp_path / "out" / "m3e_chars.vec")) == 2
+    assert weight[3].tolist() == pytest.approx(table[9].tolist(), abs=1e-5)

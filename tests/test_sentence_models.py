@@ -173,7 +173,9 @@ def test_sentence_specs_validate(path, monkeypatch):
     assert "big" in Encoder.registry()
     validate_spec(spec, str(path))
     if path.stem.endswith("_vec"):
-        assert spec["model"]["embedder"]["char_pretrained_file"] == "runs/vectors/chars.vec"
-        assert spec["vocabulary"]["pretrained_files"] == {"chars": "runs/vectors/chars.vec"}
+        table = "runs/vectors/m3e_chars.vec" if path.stem.endswith("_m3e_vec") else "runs/vectors/chars.vec"
+        assert spec["model"]["embedder"]["char_pretrained_file"] == table
+        assert spec["model"]["embedder"]["char_dim"] == (512 if "m3e" in table else 50)
+        assert spec["vocabulary"]["pretrained_files"] == {"chars": table}
     assert (spec["task"], spec["dataset"]) in {("cls", "chnsenticorp"), ("pair", "bq"), ("cls", "thucnews"),
                                                ("mrc", "cmrc2018")}

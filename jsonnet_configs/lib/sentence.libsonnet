@@ -116,12 +116,14 @@ local data = '../shared/data';
   // `big` whose character embeddings start from the SGNS vectors in `dir` (chars.vec, 50-d:
   // benchmarks/pretrain_vectors.py, trained on the shared training text; the paper's BiG used
   // word2vec). Characters of any split with a vector join the vocabulary.
-  big_vec_spec(dataset, dir, epochs=10, lr=5e-4, batch_size=32, patience=3)::
+  // `file`/`char_dim`: another static table in `dir`, e.g. m3e_chars.vec (512-d, m3e-small's input
+  // embeddings: benchmarks/export_m3e_vectors.py).
+  big_vec_spec(dataset, dir, epochs=10, lr=5e-4, batch_size=32, patience=3, file='chars.vec', char_dim=50)::
     local base = $.spec(dataset, 'big', epochs, lr, batch_size, patience);
     base + {
-      model+: { embedder: { type: 'char_bigram', char_dim: 50, bigram_dim: 0, dropout: 0.1,
-                            char_pretrained_file: dir + '/chars.vec' } },
-      vocabulary+: { pretrained_files: { chars: dir + '/chars.vec' } },
+      model+: { embedder: { type: 'char_bigram', char_dim: char_dim, bigram_dim: 0, dropout: 0.1,
+                            char_pretrained_file: dir + '/' + file } },
+      vocabulary+: { pretrained_files: { chars: dir + '/' + file } },
     },
 
   // The same comparison on a pretrained backbone: m3e-small (a 4-layer, 512-d Chinese RoBERTa,
