@@ -157,11 +157,10 @@ def train_sgns(sentences: list[list[str]], dim: int, window: int, negatives: int
 
 def write_vec(path: Path, tokens: list[str], vectors) -> None:
     tmp = path.with_suffix(".vec.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(f"{len(tokens)} {vectors.shape[1]}\n")
-        for token, row in zip(tokens, vectors.tolist()):
-            if " " in token or "\n" in token:
-                continue  # the text format cannot hold it
+    kept = [(t, row) for t, row in zip(tokens, vectors.tolist()) if not any(c.isspace() for c in t)]  # the text
+    with open(tmp, "w", encoding="utf-8") as f:  # format cannot hold them; the header counts what is written
+        f.write(f"{len(kept)} {vectors.shape[1]}\n")
+        for token, row in kept:
             f.write(token + " " + " ".join(f"{v:.5f}" for v in row) + "\n")
     tmp.replace(path)  # nothing half-written under the final name
 

@@ -155,3 +155,14 @@ def test_export_m3e_vectors_writes_whole_tokens_with_their_rows(tmp_path):
     weight = torch.zeros(4, 6)
     assert load_vec_into(weight, ["<pad>", "<unk>", "天", "X"], str(tmp_path / "out" / "m3e_chars.vec")) == 2
     assert weight[3].tolist() == pytest.approx(table[9].tolist(), abs=1e-5)
+
+
+def test_write_vec_header_counts_the_rows_written(tmp_path):
+    """A token the text format cannot hold (whitespace inside) is left out, and the header says so."""
+    import torch
+
+    from pretrain_vectors import write_vec
+
+    write_vec(tmp_path / "t.vec", ["好", "a b", "天", "\t"], torch.arange(8.0).view(4, 2))
+    lines = (tmp_path / "t.vec").read_text(encoding="utf-8").splitlines()
+    assert lines == ["2 2", "好 0.00000 1.00000", "天 4.00000 5.00000"]
