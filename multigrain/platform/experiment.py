@@ -158,6 +158,7 @@ def train_experiment(spec: dict, run_dir: str | Path, resume: bool = False, stop
     run_dir = Path(run_dir)
     validate_spec(spec, source)
     digest = spec_hash(spec)
+    commit = git_commit()  # at the start: the checkout may move on during a long training
     if resume:
         saved = archive.read_spec(run_dir)
         extended = spec_hash(saved) != digest
@@ -213,6 +214,6 @@ def train_experiment(spec: dict, run_dir: str | Path, resume: bool = False, stop
             result["test_report"] = report()
     result["seconds"] = time.time() - started + trainer.seconds_before
     result["device"] = describe_device(trainer.device)
-    result["git_commit"] = git_commit()  # of the checkout that trained: `multigrain log` tags the run with it
+    result["git_commit"] = commit  # `multigrain log` tags the MLflow run with it
     write_json(run_dir / "metrics.json", result)
     return result
