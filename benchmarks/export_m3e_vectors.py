@@ -42,21 +42,20 @@ def main(argv=None) -> int:
 
     import torch
 
-    from multigrain.components.embedders.hf_transformer import read_vocabulary, resolve_model_path
+    from multigrain.components.embedders.hf_transformer import HfTransformer
+    from multigrain.platform.errors import ConfigurationError
 
-    path = resolve_model_path(args.model)
-    vocab, _ = read_vocabulary(path, args.model)
-    weights = path / "pytorch_model.bin"
-    state = torch.load(weights, map_location="cpu", weights_only=True)
-    key = next((k for k in state if k.endswith("embeddings.word_embeddings.weight")), None)
-    if key is None:
-        raise SystemExit(f"{weights}: no embeddings.word_embeddings.weight")
-    table = state[key]
-    pairs = static_tokens(vocab)
+    try:
+        backbone = HfTransformer(args.model)  # the token ids and weights the m3e specs' backbone loads
+    except ConfigurationError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    table = backbone.model.get_input_embeddings().weight.detach()
+    pairs = static_tokens(backbone.token_ids)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     write_vec(out / "m3e_chars.vec", [t for t, _ in pairs], table[torch.tensor([i for _, i in pairs])])
-    info = {"source": f"{args.model}: {key}", "tokens": len(pairs), "dim": table.shape[1],
+    info = {"source": f"{args.model}: input embeddings", "tokens": len(pairs), "dim": table.shape[1],
             "single_characters": sum(len(t) == 1 for t, _ in pairs)}
     (out / "m3e_vectors.json").write_text(json.dumps(info, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(json.dumps(info, ensure_ascii=False))

@@ -123,7 +123,7 @@ def test_ner_seed_spread_is_mean_and_sample_std_over_seed_rows():
     assert ner_results.seed_spread({"msra_plte": row(0.9)}) == []
 
 
-def test_export_m3e_vectors_writes_whole_tokens_with_their_rows(tmp_path):
+def test_export_m3e_vectors_writes_whole_tokens_with_their_rows(tmp_path, capsys):
     """The exported table holds every whole vocabulary token (no ``##`` pieces, no specials) with its
     own row of the model's input embeddings, upper-case forms of lower-case Latin tokens, and
     loads into a ``char_bigram`` embedding (word2vec text format)."""
@@ -138,9 +138,12 @@ def test_export_m3e_vectors_writes_whole_tokens_with_their_rows(tmp_path):
     model.mkdir()
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "好", "##好", "天", "ab", "AB", "x", "##x", "中国"]
     (model / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    table = torch.randn(len(vocab), 6)
-    torch.save({"embeddings.word_embeddings.weight": table, "pooler.dense.weight": torch.zeros(6, 6)},
-               model / "pytorch_model.bin")
+    from transformers import BertConfig, BertModel
+
+    bert = BertModel(BertConfig(vocab_size=len(vocab), hidden_size=6, num_hidden_layers=1, num_attention_heads=1,
+                                intermediate_size=8, max_position_embeddings=16))
+    bert.save_pretrained(model)
+    table = bert.get_input_embeddings().weight.detach()
     assert export_m3e_vectors.main(["--model", str(model), "--out", str(tmp_path / "out")]) == 0
 
     lines = (tmp_path / "out" / "m3e_chars.vec").read_text(encoding="utf-8").splitlines()
@@ -151,6 +154,11 @@ def test_export_m3e_vectors_writes_whole_tokens_with_their_rows(tmp_path):
         assert rows[token] == pytest.approx(table[i].tolist(), abs=1e-5)
     info = json.loads((tmp_path / "out" / "m3e_vectors.json").read_text())
     assert info["tokens"] == 7 and info["dim"] == 6 and info["single_characters"] == 4
+
+    missing = tmp_path / "no_model"
+    assert export_m3e_vectors.main(["--model", str(missing), "--out", str(tmp_path / "out2")]) == 2
+    assert f"model_path: {missing} is not a directory" in capsys.readouterr().err
+    assert not (tmp_path / "out2").exists()
 
     weight = torch.zeros(4, 6)
     assert load_vec_into(weight, ["<pad>", "<unk>", "天", "X"], str(tmp_path / "out" / "m3e_chars.vec")) == 2
