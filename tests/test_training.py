@@ -206,3 +206,59 @@ def test_adam_is_fused_by_default_and_follows_torch_foreach_adam(name):
     for a, b in zip(ours_params, ref_params):
         assert not torch.equal(a, a.new_zeros(a.shape))
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_moving_average_follows_its_formula_and_swaps_back():
+    from multigrain.platform.training import MovingAverage
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2))
+    average = MovingAverage(model, decay=0.9)
+    expected = {k: v.clone() for k, v in model.state_dict().items()}
+    for t in range(1, 31):  # 30 updates: past the warm-up, (1 + t) / (10 + t) > 0.9 from t = 81 only
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(torch.randn_like(p))
+        model(torch.randn(4, 3))  # moves the BatchNorm running statistics (float buffers)
+        average.update()
+        decay = min(0.9, (1 + t) / (10 + t))
+        for k, v in model.state_dict().items():
+            if v.is_floating_point():
+                expected[k] = decay * expected[k] + (1 - decay) * v
+    raw = {k: v.clone() for k, v in model.state_dict().items()}
+    with average.swapped_in():
+        for k, v in model.state_dict().items():
+            want = expected[k] if v.is_floating_point() else raw[k]  # num_batches_tracked stays raw
+            assert torch.allclose(v, want, atol=1e-6), k
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, raw[k]), k
+
+
+def test_moving_average_validates_saves_and_resumes(tmp_path, tiny_files):
+    from multigrain.platform.experiment import train_experiment as train
+    from multigrain.platform.errors import SpecError
+
+    train_file, dev = tiny_files
+    spec = tiny_spec(train_file, dev, epochs=3, dropout=0.3, lr=0.05)
+    spec["trainer"].update(moving_average=0.8, validation_metric="-loss")  # the loss falls every epoch here
+    full = train(spec, tmp_path / "full")
+    train(spec, tmp_path / "split", stop_after_epoch=2)
+    resumed = train(spec, tmp_path / "split", resume=True)
+    a = torch.load(tmp_path / "full" / "last.pt", weights_only=False)
+    b = torch.load(tmp_path / "split" / "last.pt", weights_only=False)
+    assert a["moving_average"]["updates"] == 3 * 6  # 24 sentences in batches of 4
+    for key, value in a["moving_average"]["shadow"].items():
+        assert torch.equal(value, b["moving_average"]["shadow"][key]), key
+    assert a["history"] == b["history"] and full["validation"] == resumed["validation"]
+    # best.pt holds the averaged weights of its epoch, not the raw ones last.pt trains on
+    best = torch.load(tmp_path / "full" / "best.pt", weights_only=False)
+    assert a["best_epoch"] == 3
+    for key, value in best.items():
+        if value.is_floating_point():
+            assert torch.equal(value, a["moving_average"]["shadow"][key]), key
+    assert any(not torch.equal(best[k], a["model"][k]) for k in best)
+    # the epoch's validation score is the averaged model's: re-evaluating best.pt gives it again
+    assert full["validation"]["loss"] == pytest.approx(a["history"][-1]["validation_loss"], rel=1e-5)
+    spec["trainer"]["moving_average"] = 1.5
+    with pytest.raises(SpecError, match=r"trainer: TrainerConfig: moving_average is a decay between 0 and 1"):
+        train(spec, tmp_path / "bad")

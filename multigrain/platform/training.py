@@ -1,8 +1,10 @@
-"""The training loop: schedules, clipping, validation with patience, checkpoints, resume.
+"""The training loop: schedules, clipping, validation with patience, weight averaging,
+checkpoints, resume.
 
 ``last.pt`` holds everything needed to continue bit-identically: model, optimizer and
-scheduler state, the epoch, the early-stopping state, and the torch / Python / NumPy RNG
-states. Batch order depends only on (seed, epoch), so no sampler state is needed beyond that.
+scheduler state, the averaged weights, the epoch, the early-stopping state, and the torch /
+Python / NumPy RNG states. Batch order depends only on (seed, epoch), so no sampler state is
+needed beyond that.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import json
 import os
 import random
 import time
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -27,9 +30,15 @@ class TrainerConfig:
 
     def __init__(self, optimizer: Lazy[Optimizer], num_epochs: int = 10, scheduler: Optional[Lazy[Scheduler]] = None,
                  grad_clipping: Optional[float] = None, patience: Optional[int] = None,
-                 validation_metric: str = "+f1", cuda_device: Optional[int] = None):
+                 validation_metric: str = "+f1", cuda_device: Optional[int] = None,
+                 moving_average: Optional[float] = None):
+        """``moving_average``: the decay of an exponential moving average of the weights (AllenNLP's
+        ``trainer.moving_average``); validation, ``best.pt`` and so the test score use the
+        averaged weights, training steps the raw ones."""
         if not validation_metric or validation_metric[0] not in "+-":
             raise ValueError(f"validation_metric must start with + or -, got {validation_metric!r}")
+        if moving_average is not None and not 0.0 < moving_average < 1.0:
+            raise ValueError(f"moving_average is a decay between 0 and 1 (exclusive), got {moving_average!r}")
         self.optimizer = optimizer
         self.num_epochs = num_epochs
         self.scheduler = scheduler
@@ -37,6 +46,55 @@ class TrainerConfig:
         self.patience = patience
         self.validation_metric = validation_metric
         self.cuda_device = cuda_device
+        self.moving_average = moving_average
+
+
+class MovingAverage:
+    """An exponential moving average of a model's floating-point parameters and buffers.
+
+    After step t the average moves toward the weights by ``1 - min(decay, (1 + t) / (10 + t))``
+    (AllenNLP's and TensorFlow's warm-up: early averages do not drag in the random init).
+    ``swapped_in()`` puts the averaged weights into the model for evaluation and restores the
+    raw ones afterwards.
+    """
+
+    def __init__(self, model: torch.nn.Module, decay: float):
+        self.model, self.decay, self.updates = model, decay, 0
+        self.names = [n for n, t in model.state_dict().items() if t.is_floating_point()]
+        self.shadow = {n: t.detach().clone() for n, t in model.state_dict().items() if n in self.names}
+
+    def _live(self) -> list[torch.Tensor]:
+        state = self.model.state_dict(keep_vars=True)
+        return [state[n].detach() for n in self.names]
+
+    @torch.no_grad()
+    def update(self) -> None:
+        self.updates += 1
+        decay = min(self.decay, (1 + self.updates) / (10 + self.updates))
+        torch._foreach_lerp_([self.shadow[n] for n in self.names], self._live(), 1.0 - decay)
+
+    @torch.no_grad()
+    def _exchange(self) -> None:
+        for n, live in zip(self.names, self._live()):
+            tmp = live.clone()
+            live.copy_(self.shadow[n])
+            self.shadow[n].copy_(tmp)
+
+    @contextmanager
+    def swapped_in(self):
+        self._exchange()
+        try:
+            yield
+        finally:
+            self._exchange()
+
+    def state_dict(self) -> dict:
+        return {"updates": self.updates, "shadow": self.shadow}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.updates = state["updates"]
+        for n in self.names:
+            self.shadow[n].copy_(state["shadow"][n])
 
 
 def seed_everything(seed: int) -> None:
@@ -131,6 +189,7 @@ class Trainer:
             self.scheduler = config.scheduler.construct(optimizer=self.optimizer,
                                                         num_training_steps=steps_per_epoch * config.num_epochs,
                                                         steps_per_epoch=steps_per_epoch)
+        self.average = MovingAverage(model, config.moving_average) if config.moving_average else None
         self.sign = 1.0 if config.validation_metric[0] == "+" else -1.0
         self.metric_name = config.validation_metric[1:]
         self.epoch = 0  # epochs completed
@@ -147,6 +206,7 @@ class Trainer:
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict() if self.scheduler else None,
+            "moving_average": self.average.state_dict() if self.average else None,
             "epoch": self.epoch, "best": self.best, "best_epoch": self.best_epoch,
             "bad_epochs": self.bad_epochs, "history": self.history, "rng": rng_state(),
             "seconds": self.seconds_before + time.time() - self._started,
@@ -158,6 +218,8 @@ class Trainer:
         self.optimizer.load_state_dict(state["optimizer"])
         if self.scheduler and state["scheduler"]:
             self.scheduler.load_state_dict(state["scheduler"])
+        if self.average:
+            self.average.load_state_dict(state["moving_average"])
         self.epoch, self.best, self.best_epoch = state["epoch"], state["best"], state["best_epoch"]
         self.bad_epochs, self.history = state["bad_epochs"], state["history"]
         self.seconds_before = state.get("seconds", 0.0)
@@ -173,22 +235,24 @@ class Trainer:
             epoch = self.epoch
             train_metrics = self._train_epoch(epoch)
             record = {"epoch": epoch + 1, **{f"train_{k}": v for k, v in train_metrics.items()}}
-            if self.validation is not None:
-                val = evaluate(self.model, self.validation, self.device, desc=f"validate {epoch + 1}")
-                record.update({f"validation_{k}": v for k, v in val.items()})
-                score = val.get(self.metric_name)
-                if score is None:
-                    raise KeyError(f"trainer.validation_metric: the model reports no metric {self.metric_name!r}; "
-                                   f"it reports {', '.join(sorted(val))}")
-            else:
-                score = -train_metrics.get("loss", 0.0) * self.sign  # no dev set: best = last
-            improved = self.best is None or self.sign * score > self.sign * self.best
-            self.epoch = epoch + 1
-            if improved:
-                self.best, self.best_epoch, self.bad_epochs = score, self.epoch, 0
-                atomic_save(self.model.state_dict(), self.run_dir / "best.pt")
-            else:
-                self.bad_epochs += 1
+            averaged = self.average.swapped_in() if self.average else nullcontext()
+            with averaged:  # validation and best.pt see the averaged weights
+                if self.validation is not None:
+                    val = evaluate(self.model, self.validation, self.device, desc=f"validate {epoch + 1}")
+                    record.update({f"validation_{k}": v for k, v in val.items()})
+                    score = val.get(self.metric_name)
+                    if score is None:
+                        raise KeyError(f"trainer.validation_metric: the model reports no metric "
+                                       f"{self.metric_name!r}; it reports {', '.join(sorted(val))}")
+                else:
+                    score = -train_metrics.get("loss", 0.0) * self.sign  # no dev set: best = last
+                improved = self.best is None or self.sign * score > self.sign * self.best
+                self.epoch = epoch + 1
+                if improved:
+                    self.best, self.best_epoch, self.bad_epochs = score, self.epoch, 0
+                    atomic_save(self.model.state_dict(), self.run_dir / "best.pt")
+                else:
+                    self.bad_epochs += 1
             record["lr"] = self.optimizer.param_groups[0]["lr"]
             self.history.append(record)
             atomic_save(self._state(), self.run_dir / "last.pt")
@@ -216,6 +280,8 @@ class Trainer:
             if self.config.grad_clipping:
                 torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clipping)
             self.optimizer.step()
+            if self.average:
+                self.average.update()
             if self.scheduler:
                 self.scheduler.step()
             total += float(loss.detach())
