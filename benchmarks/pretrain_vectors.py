@@ -3,7 +3,7 @@ sampling (word2vec's SGNS) on the *training* text of the shared datasets: no pre
 (the papers' Giga-word ones) are reachable offline.
 
     python benchmarks/pretrain_vectors.py [--out runs/vectors] [--dim 50] [--epochs 3] [--window 5]
-        [--negatives 5] [--min-count 3] [--threads N] [--max-sentences N]
+        [--negatives 5] [--min-count 3] [--threads N] [--max-sentences N] [--namespaces chars ...]
 
 Writes ``<out>/chars.vec``, ``bigrams.vec`` and ``words.vec`` (word2vec text format: a
 ``count dim`` header, then ``token v1 ... vd``) and ``<out>/vectors.json`` (corpus, vocabulary
@@ -74,14 +74,25 @@ def read_corpus(max_sentences: int | None) -> tuple[list[list[str]], dict[str, i
     return sentences, sizes
 
 
-def tokenizations(sentences: list[list[str]]) -> dict[str, list[list[str]]]:
-    import jieba
+NAMESPACES = ("chars", "bigrams", "words")
 
-    from multigrain.components.models.tagger import bigrams_of
 
-    jieba.setLogLevel(60)
-    words = [[w for w in jieba.cut_for_search("".join(chars), HMM=False) if w.strip()] for chars in sentences]
-    return {"chars": sentences, "bigrams": [bigrams_of(chars) for chars in sentences], "words": words}
+def tokenizations(sentences: list[list[str]], namespaces=NAMESPACES) -> dict[str, list[list[str]]]:
+    """The token streams of each requested namespace (jieba runs only when words are asked for)."""
+    streams = {}
+    if "chars" in namespaces:
+        streams["chars"] = sentences
+    if "bigrams" in namespaces:
+        from multigrain.components.models.tagger import bigrams_of
+
+        streams["bigrams"] = [bigrams_of(chars) for chars in sentences]
+    if "words" in namespaces:
+        import jieba
+
+        jieba.setLogLevel(60)
+        streams["words"] = [[w for w in jieba.cut_for_search("".join(chars), HMM=False) if w.strip()]
+                            for chars in sentences]
+    return streams
 
 
 def train_sgns(sentences: list[list[str]], dim: int, window: int, negatives: int, epochs: int, min_count: int,
@@ -189,6 +200,8 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--max-sentences", type=int, default=None, help="per corpus (smoke tests)")
     parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--namespaces", nargs="+", choices=NAMESPACES, default=list(NAMESPACES),
+                        help="which tables to train (default all three)")
     args = parser.parse_args(argv)
 
     import torch
@@ -199,9 +212,10 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()
     sentences, sizes = read_corpus(args.max_sentences)
-    streams = tokenizations(sentences)
+    streams = tokenizations(sentences, args.namespaces)
     report = {"corpus_texts": sizes, "characters": sum(len(s) for s in sentences),
-              "settings": {k: getattr(args, k) for k in ("dim", "epochs", "window", "negatives", "min_count", "seed")},
+              "settings": {k: getattr(args, k) for k in ("dim", "epochs", "window", "negatives", "min_count", "seed",
+                                                                  "namespaces")},
               "namespaces": {}}
     print(f"{len(sentences):,} texts, {report['characters']:,} characters ({time.time() - started:.0f} s)", flush=True)
     for namespace, stream in streams.items():

@@ -174,3 +174,20 @@ def test_write_vec_header_counts_the_rows_written(tmp_path):
     write_vec(tmp_path / "t.vec", ["好", "a b", "天", "\t"], torch.arange(8.0).view(4, 2))
     lines = (tmp_path / "t.vec").read_text(encoding="utf-8").splitlines()
     assert lines == ["2 2", "好 0.00000 1.00000", "天 4.00000 5.00000"]
+
+
+def test_pretrain_vectors_trains_only_the_namespaces_asked_for(tmp_path):
+    """``--namespaces chars`` writes chars.vec alone (no jieba pass, no bigram table), at the
+    asked dimension, and records the choice in vectors.json."""
+    import json
+
+    from pretrain_vectors import main
+
+    out = tmp_path / "v"
+    assert main(["--out", str(out), "--dim", "8", "--epochs", "1", "--max-sentences", "20", "--namespaces", "chars",
+                 "--threads", "1"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["chars.vec", "vectors.json"]
+    count, dim = map(int, (out / "chars.vec").read_text(encoding="utf-8").splitlines()[0].split())
+    report = json.loads((out / "vectors.json").read_text(encoding="utf-8"))
+    assert dim == 8 and 100 < count <= report["namespaces"]["chars"]["tokens"]  # whitespace tokens left out
+    assert report["settings"]["namespaces"] == ["chars"] and list(report["namespaces"]) == ["chars"]
