@@ -186,7 +186,7 @@ def main(argv=None) -> int:
         "(`benchmarks/export_m3e_vectors.py`) for the SGNS vectors (its seed 15 ran alone on 2 threads after epoch 1). ChnSentiCorp `big`/`big_vec`: the BiG paper's Table I word2vec settings (batch 128, "
         "rate 7e-4) for 40 epochs with patience 5, chosen by dev accuracy over the tagged rows beside them; `[ema-e20]`: the same "
         "for the paper's 20 epochs with `trainer.moving_average` 0.995 (validation, best.pt and test use an exponential "
-        "moving average of the weights; its first 3 seeds gave 90.17, seeds 16-19 were run to check it; all on a CPU, 1 thread each but seed 16 on 2); `[ema-e20-h6]`: that with the paper's 6 heads (240-d model; 3 seeds, 2 threads each, one at a time). Rows trained on "
+        "moving average of the weights; its first 3 seeds gave 90.17, seeds 16-19 were run to check it; all on a CPU, 1 thread each but seed 16 on 2); `[ema-e20-h6]`: that with the paper's 6 heads (240-d model; 3 seeds, 2 threads each, one at a time); `[ema-e20-h6-v300]`: that with 300-d SGNS character vectors (`pretrain_vectors.py --dim 300 --namespaces chars --out runs/vectors300`, rows written with `--vectors runs/vectors300`; 3 seeds at once, 1 thread each; all three stopped early, patience 5). Rows trained on "
         "a GPU ran 3-12 trainings at once on it, so their min/run is a shared GPU's time. THUCNews test = the 10% hash bucket of test.txt; "
         "CMRC 2018 test = the trial set (the official test set is hidden).",
         "",
