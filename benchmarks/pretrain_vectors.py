@@ -5,7 +5,7 @@ sampling (word2vec's SGNS) on the *training* text of the shared datasets: no pre
     python benchmarks/pretrain_vectors.py [--out runs/vectors] [--dim 50] [--epochs 3] [--window 5]
         [--negatives 5] [--min-count 3] [--threads N] [--max-sentences N] [--namespaces chars ...]
 
-Writes ``<out>/chars.vec``, ``bigrams.vec`` and ``words.vec`` (word2vec text format: a
+Writes ``<out>/chars.vec``, ``bigrams.vec`` and ``words.vec`` (those ``--namespaces`` names; word2vec text format: a
 ``count dim`` header, then ``token v1 ... vd``) and ``<out>/vectors.json`` (corpus, vocabulary
 sizes, settings, seconds). The ``*_vec`` NER specs read them from ``runs/vectors`` (relative to
 the repository root); ``benchmarks/ner_results.py`` runs this script first when they are missing.
@@ -214,8 +214,8 @@ def main(argv=None) -> int:
     sentences, sizes = read_corpus(args.max_sentences)
     streams = tokenizations(sentences, args.namespaces)
     report = {"corpus_texts": sizes, "characters": sum(len(s) for s in sentences),
-              "settings": {k: getattr(args, k) for k in ("dim", "epochs", "window", "negatives", "min_count", "seed",
-                                                                  "namespaces")},
+              "settings": {k: getattr(args, k)
+                           for k in ("dim", "epochs", "window", "negatives", "min_count", "seed", "namespaces")},
               "namespaces": {}}
     print(f"{len(sentences):,} texts, {report['characters']:,} characters ({time.time() - started:.0f} s)", flush=True)
     for namespace, stream in streams.items():
