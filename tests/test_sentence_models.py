@@ -98,6 +98,31 @@ def test_truncation_is_cut_at_the_end_or_an_error():
         strict.tensorize([Instance({"chars": text, "label": "1"}, source=("long.tsv", 7))])
 
 
+def test_bigrams_follow_each_text_and_skip_special_tokens():
+    from multigrain.components.embedders.char_bigram import CharBigramEmbedder
+    from multigrain.components.models.pair_classifier import PairClassifier
+
+    a, b = list("很好吃的"), list("不好")
+    counters = {}
+    PairClassifier.count_vocab_items(Instance({"chars_a": a, "chars_b": b, "label": "1"}), counters)
+    expected_types = {"很好", "好吃", "吃的", "的</s>", "不好", "好</s>"}
+    assert set(counters["bigrams"]) == expected_types
+    vocab = Vocabulary({"chars": ["@@PAD@@", "@@UNK@@", CLS, SEP] + sorted(set(a + b)), "labels": ["0", "1"],
+                        "bigrams": ["@@PAD@@", "@@UNK@@"] + sorted(expected_types - {"好</s>"})})
+    embedder = CharBigramEmbedder(vocab, char_dim=4, bigram_dim=3, dropout=0.0)
+    # a cut to 3 characters: its last kept bigram still pairs with the next character of the text
+    model = PairClassifier(vocab, embedder, max_length=8)
+    batch = model.tensorize([Instance({"chars_a": a, "chars_b": b, "label": "1"})])
+    brute = [None] + [a[i] + (a[i + 1] if i + 1 < len(a) else "</s>") for i in range(3)] + [None] \
+        + [b[i] + (b[i + 1] if i + 1 < len(b) else "</s>") for i in range(2)] + [None]
+    assert brute == [None, "很好", "好吃", "吃的", None, "不好", "好</s>", None]
+    assert batch["bigrams"].tolist() == [[0 if g is None else vocab.index("bigrams", g) for g in brute]]
+    assert batch["bigrams"][0, 6].item() == 1  # a bigram outside the vocabulary is OOV, not padding
+    assert model(**batch)["loss"].isfinite()
+    plain = PairClassifier(vocab, CharBigramEmbedder(vocab, char_dim=4, bigram_dim=0), max_length=8)
+    assert "bigrams" not in plain.tensorize([Instance({"chars_a": a, "chars_b": b, "label": "1"})])
+
+
 # ------------------------------------------------------------------------------------- overfitting
 @pytest.mark.parametrize("layer", ["backbone", "mwa", "hrmf"])
 def test_classifier_overfits_twenty_examples(tmp_path, senti_file, cache_dir, layer):

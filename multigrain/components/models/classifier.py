@@ -15,6 +15,10 @@ are one segment per position in every segmentation and carry no word. The batch 
 ``seg_words [B, S, W]``: the ``seg_words`` vocabulary id of every segment (0 for special
 tokens and padding), which HRMF reads its word vectors with.
 
+Bigrams: with an embedder that reads them (``char_bigram`` with ``bigram_dim`` > 0) the batch
+also has ``bigrams [B, n]``: each text character's forward bigram ``c_i c_{i+1}`` within its own
+text (the last paired with an end marker, as the tagger's), 0 (padding) at special tokens.
+
 Over-long inputs: ``max_length`` counts every packed position. With ``truncate`` (default) a
 text is cut at the end (pairs: longest first, the first text keeping the odd position); with
 ``truncate: false`` an over-long example is a DataError naming its file and line.
@@ -31,6 +35,7 @@ import torch
 from multigrain.components.heads.classifier import ClassifierHead
 from multigrain.components.lattice.types import Lattice, LatticeBatch
 from multigrain.components.metrics.accuracy import Accuracy
+from multigrain.components.models.tagger import bigrams_of
 from multigrain.components.readers.text import split_chars
 from multigrain.platform.batching import pad_ids
 from multigrain.platform.config import Lazy
@@ -63,6 +68,7 @@ class Packed:
     segments: list[int]
     special: list[bool]
     lattice: Optional[Lattice]
+    bigrams: Optional[list[Optional[str]]] = None  # per position; None at special tokens
 
 
 def pack(pieces: Sequence[Union[str, Part]], second_segment_after: int = 1) -> Packed:
@@ -76,6 +82,7 @@ def pack(pieces: Sequence[Union[str, Part]], second_segment_after: int = 1) -> P
     tokens: list[str] = []
     segments: list[int] = []
     special: list[bool] = []
+    bigrams: list[Optional[str]] = []
     seps = 0
     for piece in pieces:
         segment = 0 if seps < second_segment_after else 1
@@ -84,14 +91,16 @@ def pack(pieces: Sequence[Union[str, Part]], second_segment_after: int = 1) -> P
             special.append(True)
             segments.append(segment)
             seps += piece == SEP
+            bigrams.append(None)
         else:
             chunk = list(piece.chars[piece.lo:piece.end])
+            bigrams.extend(bigrams_of(list(piece.chars))[piece.lo:piece.end])
             tokens.extend(chunk)
             special.extend([False] * len(chunk))
             segments.extend([segment] * len(chunk))
     parts = [p for p in pieces if isinstance(p, Part)]
     if not any(p.lattice is not None for p in parts):
-        return Packed(tokens, segments, special, None)
+        return Packed(tokens, segments, special, None, bigrams)
     n_seg = max((p.lattice.seg_ids.shape[0] for p in parts if p.lattice is not None and p.lattice.seg_ids is not None),
                 default=0)
     spans, texts, sources, seg_rows = [], [], [], []
@@ -127,7 +136,7 @@ def pack(pieces: Sequence[Union[str, Part]], second_segment_after: int = 1) -> P
     all_sources = np.concatenate([np.zeros(n_total, dtype=np.int64)] + sources)
     seg = np.ascontiguousarray(np.concatenate(seg_rows, axis=1)) if n_seg else None
     lattice = Lattice(tuple(tokens), all_spans.astype(np.int32), tuple(tokens) + tuple(texts), all_sources, seg)
-    return Packed(tokens, segments, special, lattice)
+    return Packed(tokens, segments, special, lattice, bigrams)
 
 
 def segment_texts(packed: Packed) -> list[list[Optional[str]]]:
@@ -190,6 +199,7 @@ class SentenceModel(Model):
         chars.update([CLS, SEP])
         for field, lattice_field in cls.text_fields.items():
             chars.update(instance[field])
+            counters.setdefault("bigrams", Counter()).update(bigrams_of(list(instance[field])))
             lattice = instance.get(lattice_field)
             if lattice is None:
                 continue
@@ -217,6 +227,10 @@ class SentenceModel(Model):
             "segments": pad_ids([p.segments for p in packed]),
             "mask": pad_ids([[1] * len(p.tokens) for p in packed]).bool(),
         }
+        if getattr(self.embedder, "bigrams", None) is not None:
+            v = self.vocab
+            batch["bigrams"] = pad_ids([[0 if b is None else v.index("bigrams", b) for b in p.bigrams]
+                                        for p in packed])
         has_lattice = [p.lattice is not None for p in packed]
         if any(has_lattice):
             if not all(has_lattice):
