@@ -132,6 +132,18 @@ def test_classifier_overfits_twenty_examples(tmp_path, senti_file, cache_dir, la
     assert result["validation"]["macro_f1"] == 1.0
 
 
+@pytest.mark.parametrize("bigram_dim", [0, 16])
+def test_big_classifier_overfits_twenty_examples(tmp_path, senti_file, cache_dir, bigram_dim):
+    """The chnsenticorp_big spec's shape: lexicon lattice, char(+bigram) embeddings, BiG, mean pooling."""
+    spec = tiny_spec("classifier", {"type": "chnsenticorp", "lattice_builder": {"type": "lexicon"}}, senti_file,
+                     senti_file, "backbone", cache_dir, head={"type": "classifier", "pooling": "mean"})
+    spec["model"]["embedder"] = {"type": "char_bigram", "char_dim": 32, "bigram_dim": bigram_dim, "dropout": 0.0}
+    spec["model"]["encoder"] = {"type": "big", "hidden_size": 32, "num_layers": 1, "num_heads": 4, "dropout": 0.0,
+                                "attention_dropout": 0.0}
+    result = train_experiment(spec, tmp_path / "run")
+    assert result["validation"]["accuracy"] == 1.0, result["history"][-1]
+
+
 @pytest.mark.parametrize("layer", ["backbone", "mwa", "hrmf"])
 def test_pair_classifier_overfits_twenty_pairs(tmp_path, bq_file, cache_dir, layer):
     spec = tiny_spec("pair_classifier", {"type": "bq_corpus"}, bq_file, bq_file, layer, cache_dir)

@@ -1,4 +1,4 @@
-"""Span reader (backbone, +MWA, +HRMF): windows and answer mapping, overfitting 20 CMRC 2018
+"""Span reader (backbone, +MWA, +HRMF, BiG): windows and answer mapping, overfitting 20 CMRC 2018
 questions through ``train_experiment``, and bad MRC input."""
 import json
 
@@ -144,3 +144,16 @@ def test_over_long_question_is_cut_or_an_error():
     assert batch["chars"].shape == (1, 4 + 5 + 3)
     with pytest.raises(DataError, match=r"long\.json:3: question of 10 tokens, more than max_query_length 4"):
         small_reader(max_length=16, max_query_length=4, truncate=False).tensorize([x])
+
+
+def test_big_span_reader_overfits_twenty_questions(tmp_path, twenty_questions, cache_dir):
+    """The cmrc2018_big spec's shape: lexicon lattice on the context, character embeddings, BiG, span head."""
+    spec = tiny_spec("span_reader", {"type": "cmrc2018", "lattice_builder": {"type": "lexicon"}}, twenty_questions,
+                     twenty_questions, "backbone", cache_dir, epochs=25, lr=3e-3, metric="+f1", batch_size=4,
+                     max_query_length=16, doc_stride=24, head={"type": "span", "dropout": 0.0, "max_answer_length": 30})
+    spec["model"].update(max_length=64,
+                         embedder={"type": "char_bigram", "char_dim": 32, "bigram_dim": 0, "dropout": 0.0},
+                         encoder={"type": "big", "hidden_size": 32, "num_layers": 2, "num_heads": 4, "dropout": 0.0,
+                                  "attention_dropout": 0.0})
+    result = train_experiment(spec, tmp_path / "run")
+    assert result["validation"]["em"] == 1.0 and result["validation"]["f1"] == 1.0, result["history"][-1]
