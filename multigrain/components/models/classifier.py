@@ -94,7 +94,8 @@ def pack(pieces: Sequence[Union[str, Part]], second_segment_after: int = 1) -> P
             bigrams.append(None)
         else:
             chunk = list(piece.chars[piece.lo:piece.end])
-            bigrams.extend(bigrams_of(list(piece.chars))[piece.lo:piece.end])
+            # one character past the slice, so its last bigram is the text's own (or the end marker)
+            bigrams.extend(bigrams_of(list(piece.chars[piece.lo:piece.end + 1]))[:len(chunk)])
             tokens.extend(chunk)
             special.extend([False] * len(chunk))
             segments.extend([segment] * len(chunk))
