@@ -66,7 +66,7 @@ def spec_path(dataset: str, model: str) -> Path:
 def prepared_spec(path: Path, epochs: int | None, max_instances: int | None, cuda_device: int | None,
                   vectors: str, overrides: list[str] = ()) -> tuple[dict, int]:
     """The spec with the command line's overrides, and the number of epochs the spec itself sets."""
-    from multigrain.platform.config import load_spec
+    from multigrain.platform.specs import load_spec
 
     spec = load_spec(str(path), overrides, ext_vars={"vectors": vectors} if path.stem.endswith("_vec") else None)
     own_epochs = spec["trainer"]["num_epochs"]
@@ -121,7 +121,7 @@ def seed_spread(rows: dict) -> list[str]:
 
 def main(argv=None) -> int:
     from multigrain.platform.cli import train_or_reuse
-    from multigrain.platform.config import spec_hash
+    from multigrain.platform.specs import spec_hash
     from multigrain.platform.training import describe_device, pick_device
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

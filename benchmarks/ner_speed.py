@@ -64,7 +64,8 @@ def resume_model(name: str, device, overrides: dict | None = None):
     """(model, test instances) of ``resume_<name>.jsonnet``, built by the platform's own code."""
     import json
 
-    from multigrain.platform.config import build, load_spec
+    from multigrain.platform.config import build
+    from multigrain.platform.specs import load_spec
     from multigrain.platform.experiment import Experiment, build_vocabulary, model_class, read_all
 
     spec = load_spec(str(ROOT / "jsonnet_configs" / "ner" / f"resume_{name}.jsonnet"))

@@ -50,7 +50,7 @@ def spec_paths() -> list[Path]:
 
 def prepared_spec(path: Path, seed: int, epochs: int | None, max_instances: int | None,
                   vectors: str = "runs/vectors", overrides: list[str] = ()) -> dict:
-    from multigrain.platform.config import load_spec
+    from multigrain.platform.specs import load_spec
 
     spec = load_spec(path, overrides, ext_vars={"vectors": vectors} if path.stem.endswith("_vec") else None)
     spec["seed"] = seed
@@ -65,7 +65,7 @@ def prepared_spec(path: Path, seed: int, epochs: int | None, max_instances: int 
 
 def run_dir_for(path: Path, spec: dict, runs_dir: str, tag: str | None = None, max_instances: int | None = None) -> Path:
     """``<runs_dir>/<stem>[-tag]-e<epochs>[-max<N>]-seed<S>-<hash8>``: one directory per (spec, seed)."""
-    from multigrain.platform.config import spec_hash
+    from multigrain.platform.specs import spec_hash
 
     suffix = f"-max{max_instances}" if max_instances else ""
     tag = f"-{tag}" if tag else ""
@@ -111,7 +111,7 @@ def sources(rows: list[dict]) -> list[str]:
 
 def main(argv=None) -> int:
     from multigrain.platform.cli import train_or_reuse
-    from multigrain.platform.config import spec_hash
+    from multigrain.platform.specs import spec_hash
     from multigrain.platform.training import describe_device, pick_device
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -100,7 +100,7 @@ def test_grid_expansion_and_identities(tmp_path):
     assert {(t.spec["trainer"]["optimizer"]["lr"], t.spec["model"]["encoder"]["hidden_size"]) for t in trials} == {
         (0.01, 8), (0.01, 12), (0.02, 8), (0.02, 12)}
     assert len({t.spec_hash for t in trials}) == 12
-    from multigrain.platform.config import spec_hash
+    from multigrain.platform.specs import spec_hash
 
     for t in trials:
         assert t.spec_hash == spec_hash(t.spec) and t.run_dir == str(tmp_path / "runs" / "tiny" / t.spec_hash[:8])

@@ -9,7 +9,7 @@ import pytest
 
 from multigrain.platform import distributed as D
 from multigrain.platform.cli import main as cli_main
-from multigrain.platform.config import spec_hash
+from multigrain.platform.specs import spec_hash
 from tests.test_distributed import mlflow_runs, tiny_spec, write_spec
 
 

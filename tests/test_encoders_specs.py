@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from multigrain.platform.config import build, load_spec
+from multigrain.platform.config import build
+from multigrain.platform.specs import load_spec
 from multigrain.platform.experiment import Experiment, build_vocabulary, model_class, validate_spec
 from tests.test_encoders_support import single_thread  # noqa: F401
 

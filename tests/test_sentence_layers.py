@@ -144,7 +144,7 @@ def test_only_key_pooling_lets_the_word_alignment_reach_the_cls_row():
     its row, the only one a [CLS]-pooled classifier reads."""
     from pathlib import Path
 
-    from multigrain.platform.config import load_spec
+    from multigrain.platform.specs import load_spec
 
     torch.manual_seed(0)
     x, mask = torch.randn(2, 9, 16), torch.ones(2, 9, dtype=torch.bool)

@@ -199,7 +199,7 @@ SPECS = sorted((ROOT / "jsonnet_configs").glob("*/*.jsonnet"))
 
 @pytest.mark.parametrize("path", [p for p in SPECS if p.parent.name in ("cls", "pair", "mrc")], ids=lambda p: p.stem)
 def test_sentence_specs_validate(path, monkeypatch):
-    from multigrain.platform.config import load_spec
+    from multigrain.platform.specs import load_spec
     from multigrain.platform.experiment import validate_spec
     from multigrain.platform.kinds import Encoder
     from multigrain.platform.registry import load_all

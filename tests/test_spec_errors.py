@@ -3,7 +3,8 @@ import json
 
 import pytest
 
-from multigrain.platform.config import apply_overrides, spec_hash, validate
+from multigrain.platform.config import validate
+from multigrain.platform.specs import apply_overrides, spec_hash
 from multigrain.platform.experiment import Experiment
 from tests.conftest import DATA, ROOT, run_cli
 
@@ -159,7 +160,7 @@ def test_spec_hash_is_canonical():
 
 
 def test_repo_specs_validate(monkeypatch):
-    from multigrain.platform.config import load_spec
+    from multigrain.platform.specs import load_spec
     from multigrain.platform.experiment import validate_spec
 
     monkeypatch.chdir(ROOT)  # spec paths are relative to the repository root

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
 
-from multigrain.platform.config import build, spec_hash
+from multigrain.platform.config import build
+from multigrain.platform.specs import spec_hash
 from multigrain.platform.errors import ConfigurationError
 
 

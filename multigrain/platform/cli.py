@@ -10,25 +10,10 @@ from pathlib import Path
 QUICKSTART_SPECS = ["jsonnet_configs/ner/resume_quickstart.jsonnet"]
 
 
-def _ext_vars(pairs: list[str]) -> dict[str, str]:
-    from multigrain.platform.errors import SpecError
-
-    out, bad = {}, []
-    for p in pairs or []:
-        if "=" not in p:
-            bad.append(f"--ext-var {p!r}: expected NAME=VALUE")
-            continue
-        k, v = p.split("=", 1)
-        out[k] = v
-    if bad:
-        raise SpecError(bad)
-    return out
-
-
 def _load(args):
-    from multigrain.platform.config import load_spec
+    from multigrain.platform.commands.common import load_spec_args
 
-    return load_spec(args.spec, args.override, _ext_vars(args.ext_var))
+    return load_spec_args(args)
 
 
 def default_run_dir(spec_path: str, digest: str) -> Path:
@@ -37,7 +22,7 @@ def default_run_dir(spec_path: str, digest: str) -> Path:
 
 # ---------------------------------------------------------------------------- commands
 def cmd_train(args) -> int:
-    from multigrain.platform.config import spec_hash
+    from multigrain.platform.specs import spec_hash
     from multigrain.platform.experiment import validate_spec
     from multigrain.platform.tracking import RunLogger
 
@@ -54,7 +39,7 @@ def cmd_train(args) -> int:
 
 def run_tracked(spec: dict, run_dir: Path, logger, resume: bool = False, stop_after_epoch=None, source=None) -> dict:
     """Train with live MLflow logging (when a logger is given)."""
-    from multigrain.platform.config import spec_hash
+    from multigrain.platform.specs import spec_hash
     from multigrain.platform.experiment import identity, train_experiment, validate_spec
 
     validate_spec(spec, source)
@@ -94,7 +79,7 @@ def train_or_reuse(spec: dict, run_dir: Path, tracking_uri: "str | None" = None,
     asking a results script for more epochs trains only the missing ones; the sibling is kept."""
     import shutil
 
-    from multigrain.platform.config import spec_hash
+    from multigrain.platform.specs import spec_hash
     from multigrain.platform.errors import ConfigurationError
     from multigrain.platform.experiment import shorter_run
     from multigrain.platform.tracking import RunLogger
@@ -191,7 +176,7 @@ def cmd_predict(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from multigrain.platform.config import spec_hash
+    from multigrain.platform.specs import spec_hash
     from multigrain.platform.experiment import validate_spec
 
     spec = _load(args)
@@ -262,7 +247,7 @@ def cmd_leaderboard(args) -> int:
 
 def cmd_quickstart(args) -> int:
     """``make run``: train the quickstart spec(s) (once per spec hash) and print the leaderboard."""
-    from multigrain.platform.config import load_spec, spec_hash
+    from multigrain.platform.specs import load_spec, spec_hash
     from multigrain.platform.experiment import identity
     from multigrain.platform.tracking import RunLogger, experiment_name, leaderboard, print_leaderboard
 

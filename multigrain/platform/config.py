@@ -10,7 +10,6 @@ problem with its path, e.g. ``model.encoder.num_heads: expected int, got "8x"``.
 """
 from __future__ import annotations
 
-import hashlib
 import inspect
 import json
 import typing
@@ -45,103 +44,6 @@ class Lazy(Generic[T]):
 
     def __repr__(self):
         return f"Lazy({self.path})"
-
-
-# ---------------------------------------------------------------------------- Jsonnet
-def evaluate_jsonnet(path: str | Path, ext_vars: dict[str, str] | None = None) -> dict:
-    """Evaluate a Jsonnet (or JSON) file with only the given ext vars visible."""
-    import _jsonnet
-
-    path = Path(path)
-    if not path.exists():
-        raise ConfigurationError(f"{path}: spec file not found")
-    try:
-        text = _jsonnet.evaluate_file(str(path), ext_vars=dict(ext_vars or {}))
-    except RuntimeError as e:
-        msg = str(e).strip()
-        if "undefined external variable" in msg:
-            name = msg.split("undefined external variable:")[-1].split("\n")[0].strip()
-            raise SpecError(
-                [f"missing ext var {name!r}: pass it with --ext-var {name}=VALUE ({_first_line(msg)})"],
-                str(path),
-            ) from None
-        raise SpecError([f"Jsonnet error: {msg}"], str(path)) from None
-    spec = json.loads(text)
-    if not isinstance(spec, dict):
-        raise SpecError([f"the spec must evaluate to an object, got {type(spec).__name__}"], str(path))
-    return spec
-
-
-def _first_line(msg: str) -> str:
-    lines = [ln.strip() for ln in msg.splitlines() if ln.strip()]
-    return lines[1] if len(lines) > 1 else lines[0]
-
-
-# ---------------------------------------------------------------------------- overrides
-def parse_override(text: str) -> tuple[str, Any]:
-    if "=" not in text:
-        raise SpecError([f"override {text!r}: expected KEY.PATH=VALUE"])
-    key, raw = text.split("=", 1)
-    key = key.strip()
-    if not key:
-        raise SpecError([f"override {text!r}: empty key"])
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError:
-        value = raw  # a bare word is a string
-    return key, value
-
-
-def apply_overrides(spec: dict, overrides: list[str]) -> dict:
-    """``-o trainer.optimizer.lr=0.01``: each key must already exist in the spec."""
-    spec = json.loads(json.dumps(spec))
-    problems = []
-    for text in overrides:
-        try:
-            key, value = parse_override(text)
-        except SpecError as e:
-            problems.extend(e.problems)
-            continue
-        parts = key.split(".")
-        node: Any = spec
-        walked = []
-        for i, part in enumerate(parts):
-            last = i == len(parts) - 1
-            if isinstance(node, list):
-                if not part.isdigit() or int(part) >= len(node):
-                    problems.append(f"override {key}: {'.'.join(walked) or 'spec'} is a list of {len(node)}; "
-                                    f"{part!r} is not an index in it")
-                    break
-                idx: Any = int(part)
-            elif isinstance(node, dict):
-                if part not in node:
-                    where = ".".join(walked) or "the spec"
-                    problems.append(f"override {key}: {where} has no key {part!r}{did_you_mean(part, node)}; "
-                                    f"keys there: {', '.join(sorted(node))}")
-                    break
-                idx = part
-            else:
-                problems.append(f"override {key}: {'.'.join(walked)} is a {type(node).__name__}, not an object")
-                break
-            walked.append(part)
-            if last:
-                node[idx] = value
-            else:
-                node = node[idx]
-    if problems:
-        raise SpecError(problems)
-    return spec
-
-
-def load_spec(path: str | Path, overrides: list[str] = (), ext_vars: dict[str, str] | None = None) -> dict:
-    spec = evaluate_jsonnet(path, ext_vars)
-    return apply_overrides(spec, list(overrides)) if overrides else spec
-
-
-def spec_hash(spec: dict) -> str:
-    """sha256 over canonical JSON: the run's identity."""
-    canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 # ---------------------------------------------------------------------------- validation and building

@@ -197,7 +197,7 @@ def expand_sweep(spec: dict, grid: list[tuple[str, list]], seeds: int, name: str
                  runs_root: str | Path = "runs/sweeps") -> list[Trial]:
     """Grid x seeds -> resolved trials (seed key ``seed``: the spec's seed, +1, +2, ...);
     a grid key missing from the spec is an error naming the nearest keys."""
-    from multigrain.platform.config import apply_overrides, spec_hash
+    from multigrain.platform.specs import apply_overrides, spec_hash
 
     if seeds < 1:
         raise ConfigurationError(f"--seeds {seeds}: expected at least 1")
@@ -337,7 +337,7 @@ def run_trial(spec: dict, run_dir: str | Path, on_epoch: Optional[Callable] = No
     """Train one trial; continue the same trial from ``last.pt`` when an earlier attempt left
     one (a retried task), start over when it left only a partial directory."""
     from multigrain.platform import archive
-    from multigrain.platform.config import spec_hash
+    from multigrain.platform.specs import spec_hash
     from multigrain.platform.experiment import train_experiment
 
     run_dir = Path(run_dir)
@@ -721,7 +721,7 @@ def record_evaluations(rows: list[dict], uri: Optional[str] = None) -> None:
     """Log each successful row as a leaderboard run (``leaderboard=true``, ``evaluated_on``);
     metrics as ``test_<name>`` so ``multigrain leaderboard`` ranks them."""
     from multigrain.platform.archive import read_spec
-    from multigrain.platform.config import spec_hash
+    from multigrain.platform.specs import spec_hash
     from multigrain.platform.experiment import identity
     from multigrain.platform.tracking import RunLogger
 
@@ -810,7 +810,7 @@ def job_entrypoint(spec: dict, name: str, run_dir: Optional[str] = None, trackin
     ASCII JSON - under ``.multigrain/jobs/``, then ``multigrain train`` it. Relative paths in the
     spec (data, run dir) are relative to that directory: ``cwd``, else the runtime env's
     ``working_dir``, else where the cluster runs job drivers."""
-    from multigrain.platform.config import spec_hash
+    from multigrain.platform.specs import spec_hash
 
     digest = spec_hash(spec)
     spec_file = f".multigrain/jobs/{name}-{digest[:8]}.json"
@@ -839,7 +839,7 @@ def submit_job(address: str, spec: dict, name: str, runtime_env: Optional[dict] 
     """Submit ``multigrain train`` of a resolved spec; the submission id is derived from the
     spec hash, so a second submission finds the first job instead of starting another.
     Returns (submission id, whether a job was started now, its status)."""
-    from multigrain.platform.config import spec_hash
+    from multigrain.platform.specs import spec_hash
 
     client = job_client(address)
     digest = spec_hash(spec)

@@ -18,10 +18,9 @@ def _spec_args(p) -> None:
 
 
 def _load_spec(args) -> dict:
-    from multigrain.platform.cli import _ext_vars
-    from multigrain.platform.config import load_spec
+    from multigrain.platform.commands.common import load_spec_args
 
-    return load_spec(args.spec, args.override, _ext_vars(args.ext_var))
+    return load_spec_args(args)
 
 
 def _stem(path: str) -> str:
@@ -191,7 +190,8 @@ def cmd_submit(args) -> int:
     from pathlib import Path
 
     from multigrain.platform import distributed as D
-    from multigrain.platform.config import spec_hash, validate
+    from multigrain.platform.config import validate
+    from multigrain.platform.specs import spec_hash
     from multigrain.platform.errors import SpecError
     from multigrain.platform.experiment import Experiment
 

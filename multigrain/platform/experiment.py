@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from multigrain.platform.batching import BatchIterator, DataLoaderConfig
-from multigrain.platform.config import Lazy, build, spec_hash, validate
+from multigrain.platform.config import Lazy, build, validate
+from multigrain.platform.specs import spec_hash
 from multigrain.platform.errors import ConfigurationError, SpecError
 from multigrain.platform.kinds import Model, Reader
 from multigrain.platform.training import TrainerConfig
