@@ -350,12 +350,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _extra_commands():
-    """Command groups defined elsewhere in the platform (Ray commands), added without importing Ray."""
-    try:
-        from multigrain.platform.distributed_cli import register_commands
-    except ImportError:
-        return []
-    return [register_commands]
+    """The ``register`` functions of the Ray commands (one module each under ``commands/``); those
+    modules import only argparse, so adding them imports no Ray."""
+    from multigrain.platform.commands import evaluate_all, jobs, serve, submit, sweep
+
+    return [sweep.register, serve.register, evaluate_all.register, submit.register, jobs.register]
 
 
 def main(argv=None) -> int:
