@@ -23,13 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="import a local module that registers components")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        try:
-            importlib.import_module(f"{__name__}.{name}").register(sub)
-        except ModuleNotFoundError:  # TEMPORARY until the ray branch is merged
-            pass
-    from multigrain.platform.distributed_cli import register_commands  # TEMPORARY
-
-    register_commands(sub)
+        importlib.import_module(f"{__name__}.{name}").register(sub)
     return parser
 
 
