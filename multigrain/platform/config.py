@@ -24,7 +24,7 @@ import typing
 from typing import Any, Generic, Literal, TypeVar, Union
 
 from multigrain.platform.errors import ConfigurationError, Problem, SpecError, did_you_mean
-from multigrain.platform.registry import Registrable, load_all
+from multigrain.platform.registry import Registrable, broken_plugins_note, load_all
 
 T = TypeVar("T")
 
@@ -263,7 +263,8 @@ def _construct_registrable(base: type, value: Any, path: str, errors: list[Probl
             load_all()
         if name not in entries:
             errors.append(Problem(type_path, f"unknown {kind_base.kind} type {name!r}{did_you_mean(name, entries)}; "
-                                             f"valid choices: {_choices(kind_base)}", "type"))
+                                             f"valid choices: {_choices(kind_base)}{broken_plugins_note()}",
+                                  "type"))
             return None
         cls = entries[name].cls
         if not issubclass(cls, base):

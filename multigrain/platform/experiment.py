@@ -40,6 +40,10 @@ class Experiment:
         self.evaluate_on_test = evaluate_on_test
         self.description = description
 
+    def model_class(self) -> type:
+        """The registered model class the spec names (its ``count_vocab_items`` builds the vocabulary)."""
+        return Model.by_name(self.model.type_name)
+
 
 def validate_spec(spec: dict, source: Optional[str] = None, check_data_paths: bool = True) -> None:
     """Raise one SpecError listing every problem (data paths too, unless the spec comes from a

@@ -27,7 +27,6 @@ from multigrain.platform.config import build
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.experiment import (Experiment, batches_for, build_vocabulary, eval_batches, identity,
                                             read_all, validate_spec)
-from multigrain.platform.kinds import Model
 from multigrain.platform.specs import spec_hash
 from multigrain.platform.training import TrainerConfig
 
@@ -179,7 +178,7 @@ class Run:
         if resume:
             vocab = files.read_vocabulary(run_dir)
         else:
-            vocab = build_vocabulary(exp, Model.by_name(exp.model.type_name), train, [dev, test])
+            vocab = build_vocabulary(exp, exp.model_class(), train, [dev, test])
         model = exp.model.construct(vocab=vocab)
 
         run_dir.mkdir(parents=True, exist_ok=True)
