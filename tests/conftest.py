@@ -25,9 +25,11 @@ def in_tmp(tmp_path, monkeypatch):
 
 
 def run_cli(*args, cwd=None, env=None, timeout=600):
+    """The CLI in a subprocess, as the console script runs it (``-P``: the working directory is not
+    put on ``sys.path``)."""
     import subprocess
 
     full_env = dict(os.environ)
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "multigrain.platform.cli", *map(str, args)], cwd=cwd or ROOT,
+    return subprocess.run([sys.executable, "-P", "-m", "multigrain.platform.cli", *map(str, args)], cwd=cwd or ROOT,
                           capture_output=True, text=True, env=full_env, timeout=timeout)

@@ -143,3 +143,22 @@ def test_a_broken_plugin_does_not_hide_the_others(monkeypatch):
             Animal.by_name("parrot")
     finally:
         reset_plugins()
+
+
+def test_include_package_imports_the_named_module_only(tmp_path):
+    """A local plugin is found in the working directory, but that directory does not go on
+    sys.path: a file there named like an installed module (``_jsonnet.py``) is never imported."""
+    (tmp_path / "_jsonnet.py").write_text("raise SystemExit('the shadowing _jsonnet.py ran')\n")
+    (tmp_path / "shadowplug.py").write_text(textwrap.dedent("""
+        import sys
+        from multigrain.platform.kinds import Encoder
+        @Encoder.register("shadow_identity")
+        class ShadowIdentity(Encoder):
+            pass
+        assert sys.path[0] != "", sys.path[:3]
+    """))
+    spec = tmp_path / "spec.jsonnet"
+    spec.write_text("{}")
+    out = run_cli("--include-package", "shadowplug", "validate", spec, cwd=tmp_path)
+    assert "the shadowing _jsonnet.py ran" not in out.stderr + out.stdout
+    assert out.returncode == 2 and "missing required argument" in out.stderr, out.stderr

@@ -137,7 +137,7 @@ def test_override_value_is_typed_and_checked():
     spec = apply_overrides(good_spec(), ["trainer.optimizer.lr=0.5", "model.encoder.hidden_size=\"big\""])
     assert spec["trainer"]["optimizer"]["lr"] == 0.5
     errors = validate(spec, Experiment)
-    assert errors == ['model.encoder.hidden_size: expected int, got "big"']
+    assert [str(e) for e in errors] == ['model.encoder.hidden_size: expected int, got "big"']
 
 
 def test_literal_choice(tmp_path):
@@ -169,3 +169,24 @@ def test_repo_specs_validate(monkeypatch):
     for spec in specs:
         ext_vars = {"vectors": "runs/vectors"} if spec.stem.endswith("_vec") else None  # the *_vec specs' one ext var
         validate_spec(load_spec(spec, ext_vars=ext_vars), str(spec))
+
+
+def test_jsonnet_imports_only_from_allowed_folders(tmp_path):
+    """``importstr`` of a file outside the spec's folder, jsonnet_configs/ and --jsonnet-path is
+    refused without the file being read into the error (or anywhere else)."""
+    secret = tmp_path / "elsewhere" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("TOPSECRET-42")
+    spec_dir = tmp_path / "specs"
+    spec_dir.mkdir()
+    for target in (str(secret), "../elsewhere/secret.txt", "/proc/self/environ"):
+        path = spec_dir / "spec.jsonnet"
+        path.write_text(f"{{ leak: importstr '{target}' }}")
+        out = run_cli("validate", path, cwd=tmp_path)
+        assert out.returncode == 2, out.stdout
+        assert "refused: outside the folders specs may import from" in out.stderr
+        assert "TOPSECRET" not in out.stderr + out.stdout and "PATH=" not in out.stderr
+    (spec_dir / "lib.libsonnet").write_text("{ x: 1 }")
+    path.write_text("(import 'lib.libsonnet') + { leak: importstr '../elsewhere/secret.txt' }")
+    out = run_cli("validate", path, "--jsonnet-path", secret.parent, cwd=tmp_path)
+    assert "refused" not in out.stderr and "unknown key" in out.stderr  # read, then judged as a spec

@@ -45,9 +45,13 @@ def read_vocabulary(run_dir: Path):
 
 
 def load_weights(model, path: Path, device) -> None:
-    import torch
+    from multigrain.platform.training import load_checkpoint
 
-    model.load_state_dict(torch.load(path, map_location=device, weights_only=True))
+    state = load_checkpoint(path, device)
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as e:
+        raise ConfigurationError(f"{path}: the weights do not fit the run's model ({str(e).splitlines()[0]})") from None
 
 
 @dataclass

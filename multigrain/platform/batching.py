@@ -1,9 +1,11 @@
 """Length-bucketed batching with per-batch padding and deterministic, resumable order."""
 from __future__ import annotations
 
-from typing import Callable, Iterator, Optional, Sequence
+from typing import Annotated, Callable, Iterator, Optional, Sequence
 
 import torch
+
+from multigrain.platform.hints import Range
 
 
 def pad_ids(rows: list[list[int]], value: int = 0) -> torch.Tensor:
@@ -19,8 +21,10 @@ def pad_ids(rows: list[list[int]], value: int = 0) -> torch.Tensor:
 class DataLoaderConfig:
     """The ``data_loader`` section of a spec."""
 
-    def __init__(self, batch_size: int = 32, shuffle: bool = True, bucket_noise: float = 0.1,
-                 max_tokens: Optional[int] = None, eval_batch_size: Optional[int] = None):
+    def __init__(self, batch_size: Annotated[int, Range(1)] = 32, shuffle: bool = True,
+                 bucket_noise: Annotated[float, Range(0.0, 1.0, high_open=True)] = 0.1,
+                 max_tokens: Optional[Annotated[int, Range(1)]] = None,
+                 eval_batch_size: Optional[Annotated[int, Range(1)]] = None):
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
         self.batch_size = batch_size

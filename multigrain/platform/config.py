@@ -21,9 +21,10 @@ import inspect
 import json
 import sys
 import typing
-from typing import Any, Generic, Literal, TypeVar, Union
+from typing import Annotated, Any, Generic, Literal, Optional, TypeVar, Union
 
 from multigrain.platform.errors import ConfigurationError, Problem, SpecError, did_you_mean
+from multigrain.platform.hints import PROBABILITY, Matches, Range, constructor_parameters, describe
 from multigrain.platform.registry import Registrable, broken_plugins_note, load_all
 
 T = TypeVar("T")
@@ -32,6 +33,8 @@ T = TypeVar("T")
 #: Arguments known only later (an optimizer's parameters, an encoder's input size) are
 #: given to ``Lazy.construct`` instead.
 INJECTED = {"vocab"}
+
+
 
 
 class Lazy(Generic[T]):
@@ -109,23 +112,6 @@ def _join(path: str, key: Any) -> str:
     return f"{path}.{key}" if path else str(key)
 
 
-def _describe(annotation: Any) -> str:
-    origin = typing.get_origin(annotation)
-    if annotation is type(None):
-        return "null"
-    if origin is Union:
-        return " or ".join(_describe(a) for a in typing.get_args(annotation))
-    if origin is Literal:
-        return "one of " + ", ".join(json.dumps(a) for a in typing.get_args(annotation))
-    if origin in (list, tuple, dict) or origin is not None:
-        return str(annotation).replace("typing.", "")
-    if isinstance(annotation, type):
-        if issubclass(annotation, Registrable) and annotation.kind:
-            return f"a {annotation.kind} object"
-        return annotation.__name__
-    return str(annotation)
-
-
 def _got(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False, default=repr)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -140,6 +126,14 @@ def _convert(annotation: Any, value: Any, path: str, errors: list[Problem], extr
         return value
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
+    if origin is Annotated:
+        before = len(errors)
+        converted = _convert(args[0], value, path, errors, extras, build)
+        for bound in (m for m in args[1:] if isinstance(m, (Range, Matches))):
+            problem = bound.problem(value) if len(errors) == before else None
+            if problem:
+                errors.append(Problem(path, problem, "value"))
+        return converted
 
     if origin is Lazy or annotation is Lazy:
         inner = args[0] if args else Any
@@ -164,12 +158,12 @@ def _convert(annotation: Any, value: Any, path: str, errors: list[Problem], extr
         if len(candidates) == 1 or _all_structured(candidates):
             errors.extend(first_errors or [])
         else:
-            errors.append(_expected(path, _describe(annotation), value))
+            errors.append(_expected(path, describe(annotation), value))
         return None
 
     if origin is Literal:
         if value not in args:
-            errors.append(_expected(path, _describe(annotation), value, did_you_mean(value, args)))
+            errors.append(_expected(path, describe(annotation), value, did_you_mean(value, args)))
         return value
 
     if origin in (list, typing.List, tuple) or annotation in (list, tuple):
@@ -199,9 +193,7 @@ def _convert(annotation: Any, value: Any, path: str, errors: list[Problem], extr
         return value
     if annotation is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, float) and value.is_integer():
-                return int(value)
-            errors.append(_expected(path, "int", value))
+            errors.append(_expected(path, "int", value))  # 2.0 too: it would change the spec hash
         return value
     if annotation is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -285,54 +277,6 @@ def _choices(kind_base: type) -> str:
     return ", ".join(f"{n} ({e.cls.__module__})" for n, e in sorted(entries.items())) or "(none registered)"
 
 
-def constructor_parameters(cls: type) -> tuple[dict[str, inspect.Parameter], dict[str, Any], bool]:
-    """(parameters by name, resolved type hints, accepts unknown keys) of ``cls.__init__``.
-
-    An ``__init__`` that passes ``**kwargs`` up to its parent also takes the parent's
-    parameters (AllenNLP-style readers): the walk goes up the MRO until an ``__init__``
-    without ``**kwargs``, so a misspelt inherited key is still an error.
-    """
-    params: dict[str, inspect.Parameter] = {}
-    hints: dict[str, Any] = {}
-    for klass in cls.__mro__:
-        init = klass.__dict__.get("__init__")
-        if init is None:
-            continue
-        if klass is object or not inspect.isfunction(init):
-            return params, hints, False
-        sig = inspect.signature(init)
-        own_hints = _type_hints(klass, init)
-        var_kw = False
-        for name, p in sig.parameters.items():
-            if name == "self" or p.kind == p.VAR_POSITIONAL:
-                continue
-            if p.kind == p.VAR_KEYWORD:
-                var_kw = True
-            elif name not in params:
-                params[name] = p
-                if name in own_hints:
-                    hints[name] = own_hints[name]
-        if not var_kw:
-            return params, hints, False
-    return params, hints, True
-
-
-def _type_hints(cls: type, init) -> dict[str, Any]:
-    try:
-        return typing.get_type_hints(init)
-    except NameError:
-        # a kind named as a string (imported only under TYPE_CHECKING): resolve it by the registry
-        from multigrain.platform.registry import KINDS, load_builtin
-
-        load_builtin()
-        try:
-            return typing.get_type_hints(init, localns={k.__name__: k for k in KINDS.values()})
-        except Exception as e:
-            raise ConfigurationError(f"cannot read the type hints of {cls.__module__}.{cls.__qualname__}: {e}") from e
-    except Exception as e:  # an unresolvable annotation is a programming error: say where
-        raise ConfigurationError(f"cannot read the type hints of {cls.__module__}.{cls.__qualname__}: {e}") from e
-
-
 def _same_value(spec_value: Any, given: Any) -> bool:
     """Whether a spec value states exactly what the code passes (JSON-like values only)."""
     if isinstance(given, bool) or isinstance(spec_value, bool):
@@ -374,7 +318,10 @@ def _construct_class(cls: type, value: Any, path: str, errors: list[Problem], ex
                                            f"(the code's value is the one a model can use)", "injected"))
             kwargs[name] = given[name]
         elif name in value:
-            kwargs[name] = _convert(hints.get(name, p.annotation), value[name], sub, errors, extras.inherited(), build)
+            hint = hints.get(name, p.annotation)
+            if (name == "dropout" or name.endswith("_dropout")) and hint in (float, Optional[float]):
+                hint = Annotated[hint, PROBABILITY]
+            kwargs[name] = _convert(hint, value[name], sub, errors, extras.inherited(), build)
         elif p.default is inspect.Parameter.empty:
             if name in INJECTED:
                 if build:

@@ -169,12 +169,28 @@ def load_all() -> None:
     load_plugins()
 
 
-def import_package(name: str) -> None:
-    """``--include-package``: import a local module or package (and its submodules)."""
+def import_package(name: str, search_dir: str | None = None) -> None:
+    """``--include-package``: import a module or package (and its submodules) that registers
+    components. With ``search_dir`` (the CLI passes the working directory) a module of that name
+    there is imported from there, and only it: the directory is never put on ``sys.path``, so a
+    file in it cannot shadow an installed module (a stray ``_jsonnet.py``, say)."""
     import pkgutil
+    import sys
+    from importlib.machinery import PathFinder
+    from importlib.util import module_from_spec
 
     try:
-        module = importlib.import_module(name)
+        local = PathFinder.find_spec(name, [search_dir]) if search_dir and "." not in name else None
+        if local is not None and name not in sys.modules:
+            module = module_from_spec(local)
+            sys.modules[name] = module
+            try:
+                local.loader.exec_module(module)
+            except BaseException:
+                del sys.modules[name]
+                raise
+        else:
+            module = importlib.import_module(name)
     except ImportError as e:
         raise ConfigurationError(f"--include-package {name}: cannot import it: {e}") from e
     for info in pkgutil.walk_packages(getattr(module, "__path__", []), prefix=name + "."):

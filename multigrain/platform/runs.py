@@ -124,13 +124,28 @@ class Run:
                 best, best_epochs = run, trainer_settings(saved).num_epochs
         return best
 
-    def _check_directory(self, resume: bool) -> bool:
-        """Refuse what must not be trained; returns whether this resume extends a shorter run."""
+    #: what a training writes into its directory before its first epoch ends (``*.tmp``: half-written)
+    EARLY_FILES = {"config.json", "spec_hash", "vocabulary", "tracking.json", "best.pt"}
+
+    def _plan(self, resume: bool) -> tuple[bool, bool]:
+        """(resume from ``last.pt``, the resume extends a shorter run); refuses what must not be
+        trained. ``--resume`` of a directory whose training ended before its first epoch (only our
+        own early files there) starts it over."""
         if not resume:
             if not self.is_empty():
                 raise ConfigurationError(f"{self.run_dir}: the run directory exists and is not empty; "
                                          f"pass --resume to continue it or choose another -s")
-            return False
+            return False, False
+        if self.finished_result() is not None:
+            raise ConfigurationError(f"{self.run_dir}: the run is finished; nothing to resume (a larger "
+                                     f"trainer.num_epochs extends it)")
+        if not self.has_checkpoint():
+            early = self.run_dir.is_dir() and all(p.name in self.EARLY_FILES or p.suffix == ".tmp"
+                                                  for p in self.run_dir.iterdir())
+            if early and self.saved_spec_hash() in (None, self.spec_hash):
+                shutil.rmtree(self.run_dir)
+                return False, False
+            raise ConfigurationError(f"{self.run_dir}: nothing to resume (no last.pt)")
         saved_hash = spec_hash(files.read_spec(self.run_dir))
         extended = saved_hash != self.spec_hash
         if extended:
@@ -139,9 +154,7 @@ class Run:
                 raise ConfigurationError(f"{self.run_dir}: --resume with a different spec (hash {saved_hash[:12]} "
                                          f"in the run, {self.spec_hash[:12]} given); resume with the run's own "
                                          f"spec{why_not}")
-        if not self.has_checkpoint():
-            raise ConfigurationError(f"{self.run_dir}: nothing to resume (no last.pt)")
-        return extended
+        return True, extended
 
     # training ---------------------------------------------------------------
     def train(self, resume: bool = False, stop_after_epoch: Optional[int] = None, logger=None,
@@ -152,18 +165,18 @@ class Run:
         resumable) or FAILED."""
         from multigrain.platform.tracking import git_commit
 
-        extended = self._check_directory(resume)
+        resume, extended = self._plan(resume)
         commit = git_commit()  # at the start: the checkout may move on during a long training
-        live = _LiveLog(self, logger, on_epoch)
+        live = _LiveLog(self, logger, on_epoch, resume)
         try:
-            result = self._train(resume, extended, stop_after_epoch, live.epoch, commit)
-        except BaseException:
-            live.fail()
+            result = self._train(resume, extended, stop_after_epoch, live, commit)
+        except BaseException as e:
+            live.fail(interrupted=isinstance(e, KeyboardInterrupt))
             raise
         live.end(result)
         return result
 
-    def _train(self, resume: bool, extended: bool, stop_after_epoch: Optional[int], on_epoch: EpochCallback,
+    def _train(self, resume: bool, extended: bool, stop_after_epoch: Optional[int], live: "_LiveLog",
                commit: str) -> dict:
         from multigrain.platform.training import Trainer, describe_device, evaluate, seed_everything, write_json
 
@@ -180,6 +193,10 @@ class Run:
         else:
             vocab = build_vocabulary(exp, exp.model_class(), train, [dev, test])
         model = exp.model.construct(vocab=vocab)
+        reported = set(model.get_metrics(reset=True)) | {"loss"}
+        if dev and exp.trainer.metric_name not in reported:
+            raise ConfigurationError(f"trainer.validation_metric: the model reports no metric "
+                                     f"{exp.trainer.metric_name!r}; it reports {', '.join(sorted(reported))}")
 
         run_dir.mkdir(parents=True, exist_ok=True)
         if not resume:
@@ -187,7 +204,8 @@ class Run:
         elif extended:  # the run is now the longer spec's; its vocabulary stays
             files.write_run_spec(run_dir, self.spec)
         trainer = Trainer(exp.trainer, model, batches_for(model, train, exp.data_loader, exp.seed, True),
-                          eval_batches(model, dev, exp.data_loader) if dev else None, run_dir, on_epoch=on_epoch)
+                          eval_batches(model, dev, exp.data_loader) if dev else None, run_dir,
+                          on_epoch=lambda epoch, record: live.epoch(epoch, record, trainer.history))
         if resume:
             trainer.restore(run_dir / "last.pt")
         summary = trainer.train(stop_after_epoch=stop_after_epoch)
@@ -225,11 +243,10 @@ class Run:
                 files.read_spec(self.run_dir)) is not None:
             raise ConfigurationError(f"{self.run_dir}: holds a run of another spec (hash {saved[:12]}); "
                                      f"not overwriting it")
-        if not self.has_checkpoint() and not self.is_empty():
-            shutil.rmtree(self.run_dir)  # an attempt that finished no epoch: start over
         if self.is_empty() and extend_siblings:
             self._copy_sibling()
-        return self.train(resume=self.has_checkpoint(), logger=logger, on_epoch=on_epoch)
+        # resume: from last.pt, or from scratch when the earlier attempt finished no epoch
+        return self.train(resume=not self.is_empty(), logger=logger, on_epoch=on_epoch)
 
     def _copy_sibling(self) -> None:
         earlier = self.shorter_sibling()
@@ -274,36 +291,86 @@ class Run:
 
 
 class _LiveLog:
-    """Live MLflow logging of one ``Run.train`` call: the MLflow run starts at the first epoch
-    (a spec or data error leaves none behind) and ends with the training."""
+    """Live MLflow logging of one ``Run.train`` call. A run directory has one MLflow run: it starts
+    at the first finished epoch (a spec or data error leaves none behind), is recorded in the
+    directory's ``tracking.json``, and a resumed training logs into it again (the epochs it missed,
+    e.g. after a kill, first). It ends FINISHED, KILLED (stopped or interrupted: resumable) or
+    FAILED; one left RUNNING by a killed process is marked KILLED when the next training of the
+    directory starts."""
 
-    def __init__(self, run: Run, logger, on_epoch: Optional[EpochCallback]):
+    RECORD = "tracking.json"
+
+    def __init__(self, run: Run, logger, on_epoch: Optional[EpochCallback], resumed: bool):
         self.run, self.logger, self.on_epoch, self.started = run, logger, on_epoch, False
+        self.resumed = resumed
+        self.record = run.run_dir / self.RECORD
+        if logger is not None:
+            self._mark_killed()
 
-    def _start(self) -> None:
-        if self.logger is not None and not self.started:
-            self.logger.start(self.run.spec, self.run.identity, self.run.spec_hash, str(self.run.run_dir))
-            self.started = True
+    def _recorded_run(self) -> Optional[str]:
+        """The MLflow run of this directory: the one ``tracking.json`` names, or (resuming a
+        training killed between creating its MLflow run and recording it) the latest unfinished
+        run tagged with this directory and spec hash."""
+        try:
+            saved = json.loads(self.record.read_text(encoding="utf-8"))
+            if saved.get("tracking_uri") == self.logger.uri:
+                return saved.get("run_id")
+        except (OSError, ValueError):
+            pass
+        if not self.resumed:
+            return None
+        from multigrain.platform.tracking import unfinished_run
 
-    def epoch(self, epoch: int, record: dict) -> None:
+        return unfinished_run(self.logger.uri, self.run.identity, self.run.spec_hash, str(self.run.run_dir))
+
+    def _mark_killed(self) -> None:
+        run_id = self._recorded_run()
+        if run_id is None:
+            return
+        from multigrain.platform.tracking import open_store
+
+        client = open_store(self.logger.uri)
+        if client.get_run(run_id).info.status == "RUNNING":  # its process was killed
+            client.set_terminated(run_id, "KILLED")
+
+    def _start(self, earlier_epochs: list[dict]) -> None:
+        """Start (or continue) the MLflow run, logging the ``earlier_epochs`` it lacks."""
+        if self.logger is None or self.started:
+            return
+        self.started = True
+        logged: set[int] = set()
+        earlier = self._recorded_run()
+        if earlier is not None and self.logger.continue_run(earlier):
+            logged = self.logger.logged_epochs()
+        else:
+            from multigrain.platform.training import write_json
+
+            run = self.run
+            self.logger.start(run.spec, run.identity, run.spec_hash, str(run.run_dir))
+            write_json(self.record, {"tracking_uri": self.logger.uri, "run_id": self.logger.run_id})
+        for record in earlier_epochs:
+            if record["epoch"] not in logged:
+                self.logger.log_epoch(record["epoch"], record)
+
+    def epoch(self, epoch: int, record: dict, history: list[dict]) -> None:
         if self.logger is not None:
-            self._start()
+            self._start(history[:-1])
             self.logger.log_epoch(epoch, record)
         if self.on_epoch is not None:
             self.on_epoch(epoch, record)
 
-    def fail(self) -> None:
+    def fail(self, interrupted: bool) -> None:
         if self.logger is not None and self.started:
-            self.logger.fail()
+            self.logger.end("KILLED" if interrupted else "FAILED")
 
     def end(self, result: dict) -> None:
         if self.logger is None:
             return
-        self._start()
+        self._start(result.get("history", []))
         if result.get("finished"):
             self.logger.finish(result, str(self.run.run_dir))
         else:
-            self.logger.client.set_terminated(self.logger.run_id, "KILLED")
+            self.logger.end("KILLED")
 
 
 def train_experiment(spec: dict, run_dir, resume: bool = False, stop_after_epoch=None, on_epoch=None,

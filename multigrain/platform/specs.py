@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from multigrain.platform.errors import ConfigurationError, Problem, SpecError, did_you_mean
 
@@ -28,15 +28,44 @@ def parse_ext_vars(pairs: list[str]) -> dict[str, str]:
 
 
 # ---------------------------------------------------------------------------- Jsonnet
-def evaluate_jsonnet(path: str | Path, ext_vars: dict[str, str] | None = None) -> dict:
-    """Evaluate a Jsonnet (or JSON) file with only the given ext vars visible."""
+#: the project's spec library, beside the package (``jsonnet_configs/``)
+PROJECT_SPECS = Path(__file__).resolve().parents[2] / "jsonnet_configs"
+
+
+def import_roots(spec_path: str | Path, jsonnet_paths: Sequence[str | Path] = ()) -> list[Path]:
+    """The folders a spec's Jsonnet imports may read: the spec's own folder, the project's
+    ``jsonnet_configs/`` (beside the package and in the working directory) and ``--jsonnet-path``s."""
+    roots = [Path(spec_path).resolve().parent, PROJECT_SPECS, Path.cwd().resolve() / "jsonnet_configs"]
+    return list(dict.fromkeys([*roots, *(Path(p).resolve() for p in jsonnet_paths)]))
+
+
+def _confined_imports(roots: list[Path]):
+    """A Jsonnet import callback that reads only files under ``roots`` (symbolic links resolved);
+    anything else is refused without being opened."""
+    def read(base: str, rel: str) -> tuple[str, bytes]:
+        target = (Path(base) / rel).resolve()
+        if not any(target.is_relative_to(root) for root in roots):
+            raise RuntimeError(f"refused: outside the folders specs may import from ({', '.join(map(str, roots))}; "
+                               f"add one with --jsonnet-path DIR)")
+        if not target.is_file():
+            raise RuntimeError("no such file")
+        return str(target), target.read_bytes()
+
+    return read
+
+
+def evaluate_jsonnet(path: str | Path, ext_vars: dict[str, str] | None = None,
+                     jsonnet_paths: Sequence[str | Path] = ()) -> dict:
+    """Evaluate a Jsonnet (or JSON) file with only the given ext vars visible and imports read only
+    from ``import_roots``."""
     import _jsonnet
 
     path = Path(path)
-    if not path.exists():
+    if not path.is_file():
         raise ConfigurationError(f"{path}: spec file not found")
     try:
-        text = _jsonnet.evaluate_file(str(path), ext_vars=dict(ext_vars or {}))
+        text = _jsonnet.evaluate_file(str(path), ext_vars=dict(ext_vars or {}),
+                                      import_callback=_confined_imports(import_roots(path, jsonnet_paths)))
     except RuntimeError as e:
         msg = str(e).strip()
         if "undefined external variable" in msg:
@@ -116,8 +145,10 @@ def apply_overrides(spec: dict, overrides: list[str]) -> dict:
     return spec
 
 
-def load_spec(path: str | Path, overrides: list[str] = (), ext_vars: dict[str, str] | None = None) -> dict:
-    spec = evaluate_jsonnet(path, ext_vars)
+def load_spec(path: str | Path, overrides: Sequence[str] = (), ext_vars: dict[str, str] | None = None,
+              jsonnet_paths: Sequence[str | Path] = ()) -> dict:
+    """The resolved spec: Jsonnet evaluated (see ``evaluate_jsonnet``), then ``-o`` overrides."""
+    spec = evaluate_jsonnet(path, ext_vars, jsonnet_paths)
     return apply_overrides(spec, list(overrides)) if overrides else spec
 
 

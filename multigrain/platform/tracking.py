@@ -62,12 +62,37 @@ def experiment_name(ident: dict) -> str:
     return f"{ident['task']}/{ident['dataset']}"
 
 
-def _client(uri: str):
+def sqlite_path(uri: str) -> Optional[Path]:
+    """The database file of a ``sqlite:///`` URI (None for other stores)."""
+    return Path(uri[len("sqlite:///"):]) if uri.startswith("sqlite:///") else None
+
+
+def open_store(uri: str, create: bool = True):
+    """A client of the store at ``uri``. A SQLite store is created (tables and migrations) once,
+    under a file lock beside it, before any writer uses it: trainings started together on a fresh
+    store do not race to create it. Its folder must exist; with ``create`` false (read-only
+    commands) a missing store is None and nothing is created."""
+    import fcntl
+
     import mlflow
     from mlflow.tracking import MlflowClient
 
+    from multigrain.platform.errors import ConfigurationError
+
+    db = sqlite_path(uri)
+    if db is not None:
+        if not db.parent.is_dir():
+            raise ConfigurationError(f"tracking URI {uri}: the folder {db.parent} does not exist")
+        if not db.exists() and not create:
+            return None
     mlflow.set_tracking_uri(uri)
-    return MlflowClient(tracking_uri=uri)
+    if db is None:
+        return MlflowClient(tracking_uri=uri)
+    with open(db.with_name(db.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        client = MlflowClient(tracking_uri=uri)
+        client.search_experiments(max_results=1)  # creates or migrates the store now, inside the lock
+    return client
 
 
 def _experiment_id(client, name: str) -> str:
@@ -93,7 +118,7 @@ class RunLogger:
         """``commit``: the git commit that trained the run (default: this checkout's)."""
         from mlflow.entities import Param
 
-        self.client = _client(self.uri)
+        self.client = open_store(self.uri)
         exp_id = _experiment_id(self.client, experiment_name(ident))
         tags = {"task": ident["task"], "dataset": ident["dataset"], "model": ident["model"],
                 "encoder": ident["encoder"], "spec_hash": digest, "git_commit": commit or git_commit(),
@@ -105,6 +130,29 @@ class RunLogger:
         for i in range(0, len(params), 100):
             self.client.log_batch(self.run_id, params=params[i:i + 100], synchronous=True)
         return self.run_id
+
+    def continue_run(self, run_id: str) -> bool:
+        """Log into an earlier MLflow run of this run directory (a resumed training) instead of
+        starting another; False when the store does not hold it."""
+        from mlflow.exceptions import MlflowException
+
+        self.client = open_store(self.uri)
+        try:
+            self.client.get_run(run_id)
+        except MlflowException:
+            return False
+        self.client.update_run(run_id, status="RUNNING")
+        self.run_id = run_id
+        return True
+
+    def logged_epochs(self) -> set[int]:
+        """Epochs whose training loss the run already holds."""
+        return {m.step for m in self.client.get_metric_history(self.run_id, "train_loss")}
+
+    def end(self, status: str) -> None:
+        """``KILLED`` (stopped, resumable) or ``FAILED``."""
+        if self.client and self.run_id:
+            self.client.set_terminated(self.run_id, status)
 
     def log_epoch(self, epoch: int, record: dict) -> None:
         from mlflow.entities import Metric
@@ -144,19 +192,30 @@ class RunLogger:
         self.client.set_terminated(self.run_id, "FINISHED")
 
     def fail(self) -> None:
-        if self.client and self.run_id:
-            self.client.set_terminated(self.run_id, "FAILED")
+        self.end("FAILED")
 
 
 def logged_run(result: dict, uri: Optional[str] = None) -> Optional[str]:
     """The id of a finished MLflow run already holding ``result`` (same spec hash and run dir), if any."""
-    client = _client(tracking_uri(uri))
+    client = open_store(tracking_uri(uri))
     exp = client.get_experiment_by_name(experiment_name(result))
     if exp is None:
         return None
     runs = client.search_runs([exp.experiment_id], filter_string=f"tags.spec_hash = '{result['spec_hash']}'")
     return next((r.info.run_id for r in runs
                  if r.data.tags.get("run_dir") == result["run_dir"] and r.info.status == "FINISHED"), None)
+
+
+def unfinished_run(uri: str, ident: dict, digest: str, run_dir: str) -> Optional[str]:
+    """The latest MLflow run of ``run_dir`` with this spec hash that did not finish, if any."""
+    client = open_store(uri, create=False)
+    exp = client.get_experiment_by_name(experiment_name(ident)) if client is not None else None
+    if exp is None:
+        return None
+    runs = client.search_runs([exp.experiment_id], filter_string=f"tags.spec_hash = '{digest}' and "
+                                                                 f"attributes.status != 'FINISHED'",
+                              order_by=["attributes.start_time DESC"])
+    return next((r.info.run_id for r in runs if r.data.tags.get("run_dir") == run_dir), None)
 
 
 def replay(result: dict, spec: dict, uri: Optional[str] = None) -> str:
@@ -178,7 +237,9 @@ def replay(result: dict, spec: dict, uri: Optional[str] = None) -> str:
 def leaderboard(task: str, uri: Optional[str] = None, metric: Optional[str] = None) -> list[dict]:
     """Best finished run per spec hash, ranked. ``task`` is an experiment (``ner/resume``) or a
     task prefix (``ner``: every ``ner/*`` experiment)."""
-    client = _client(tracking_uri(uri))
+    client = open_store(tracking_uri(uri), create=False)
+    if client is None:
+        return []
     from mlflow.entities import ViewType
 
     exps = [e for e in client.search_experiments(view_type=ViewType.ACTIVE_ONLY)

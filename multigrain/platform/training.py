@@ -14,13 +14,14 @@ import random
 import time
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Annotated, Callable, Optional
 
 import numpy as np
 import torch
 
 from multigrain.platform.batching import BatchIterator
 from multigrain.platform.config import Lazy
+from multigrain.platform.hints import Matches, Range
 from multigrain.platform.kinds import Model, Optimizer, Scheduler
 from multigrain.platform.progress import progress
 
@@ -28,10 +29,12 @@ from multigrain.platform.progress import progress
 class TrainerConfig:
     """The ``trainer`` section of a spec."""
 
-    def __init__(self, optimizer: Lazy[Optimizer], num_epochs: int = 10, scheduler: Optional[Lazy[Scheduler]] = None,
-                 grad_clipping: Optional[float] = None, patience: Optional[int] = None,
-                 validation_metric: str = "+f1", cuda_device: Optional[int] = None,
-                 moving_average: Optional[float] = None):
+    def __init__(self, optimizer: Lazy[Optimizer], num_epochs: Annotated[int, Range(1)] = 10,
+                 scheduler: Optional[Lazy[Scheduler]] = None, grad_clipping: Optional[Annotated[float, Range(0)]] = None,
+                 patience: Optional[Annotated[int, Range(1)]] = None,
+                 validation_metric: Annotated[str, Matches(r"[+-][\w.-]+", "+NAME or -NAME (larger or smaller is better)")] = "+f1",
+                 cuda_device: Optional[Annotated[int, Range(-1)]] = None,
+                 moving_average: Optional[Annotated[float, Range(0.0, 1.0, high_open=True)]] = None):
         """``moving_average``: the decay of an exponential moving average of the weights (AllenNLP's
         ``trainer.moving_average``); validation, ``best.pt`` and so the test score use the
         averaged weights, training steps the raw ones."""
@@ -127,7 +130,11 @@ def seed_everything(seed: int) -> None:
 
 
 def rng_state() -> dict:
-    state = {"torch": torch.get_rng_state(), "python": random.getstate(), "numpy": np.random.get_state()}
+    """Every RNG's state as tensors and plain Python values (a checkpoint loads with
+    ``weights_only=True``: nothing in it can name code to run)."""
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    state = {"torch": torch.get_rng_state(), "python": random.getstate(),
+             "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss), float(cached)]}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
@@ -135,10 +142,34 @@ def rng_state() -> dict:
 
 def set_rng_state(state: dict) -> None:
     torch.set_rng_state(state["torch"])
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    kind, keys, pos, has_gauss, cached = state["numpy"]
+    keys = keys.numpy() if isinstance(keys, torch.Tensor) else np.asarray(keys)
+    np.random.set_state((kind, keys.astype(np.uint32), pos, has_gauss, cached))
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def load_checkpoint(path: Path, device) -> dict:
+    """A checkpoint of ours, loaded with ``weights_only=True`` (tensors and plain values only, so a
+    crafted file cannot run code); anything else is one ConfigurationError naming the file.
+    Checkpoints written before the RNG states were stored as tensors hold NumPy's state as an
+    array: exactly the NumPy types that needs are allowed, nothing else."""
+    from multigrain.platform.errors import ConfigurationError
+
+    allowed = [np.ndarray, np.dtype, np.dtypes.UInt32DType, np._core.multiarray._reconstruct]
+    try:
+        with torch.serialization.safe_globals(allowed):
+            state = torch.load(path, map_location=device, weights_only=True)
+    except FileNotFoundError:
+        raise ConfigurationError(f"{path}: no such checkpoint") from None
+    except Exception as e:  # unpickling refused, truncated or not a torch file at all
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ConfigurationError(f"{path}: not a multigrain checkpoint, or damaged ({first[:300]})") from None
+    if not isinstance(state, dict):
+        raise ConfigurationError(f"{path}: not a multigrain checkpoint (holds a {type(state).__name__})")
+    return state
 
 
 def pick_device(cuda_device: Optional[int]) -> torch.device:
@@ -240,7 +271,12 @@ class Trainer:
         }
 
     def restore(self, path: Path) -> None:
-        state = torch.load(path, map_location=self.device, weights_only=False)
+        from multigrain.platform.errors import ConfigurationError
+
+        state = load_checkpoint(path, self.device)
+        missing = [k for k in ("model", "optimizer", "epoch", "history", "rng") if k not in state]
+        if missing:
+            raise ConfigurationError(f"{path}: not a training checkpoint (no {', '.join(missing)})")
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         if self.scheduler and state["scheduler"]:

@@ -42,8 +42,7 @@ def main(argv=None) -> int:
             from multigrain.platform.registry import import_package
 
             for name in args.include_package:
-                sys.path.insert(0, os.getcwd())
-                import_package(name)
+                import_package(name, search_dir=os.getcwd())
         return args.func(args) or 0
     except MultigrainError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -11,13 +11,15 @@ def add_spec_args(parser: argparse.ArgumentParser) -> None:
                         help="override one spec value (JSON, or a bare string); the key must exist")
     parser.add_argument("--ext-var", action="append", default=[], metavar="NAME=VALUE",
                         help="a Jsonnet external variable (only these are visible to the spec)")
+    parser.add_argument("--jsonnet-path", action="append", default=[], metavar="DIR",
+                        help="a folder the spec's imports may read besides its own folder and jsonnet_configs/")
 
 
 def load_spec_args(args) -> dict:
     """The resolved spec named by ``add_spec_args``' arguments (not yet validated)."""
     from multigrain.platform.specs import load_spec, parse_ext_vars
 
-    return load_spec(args.spec, args.override, parse_ext_vars(args.ext_var))
+    return load_spec(args.spec, args.override, parse_ext_vars(args.ext_var), args.jsonnet_path)
 
 
 def spec_stem(path: str) -> str:

@@ -2,6 +2,8 @@
 print their leaderboards."""
 from __future__ import annotations
 
+from multigrain.platform.commands.interrupt import with_sigterm
+
 QUICKSTART_SPECS = ["jsonnet_configs/ner/resume_quickstart.jsonnet"]
 
 
@@ -10,7 +12,7 @@ def register(sub) -> None:
     p.add_argument("specs", nargs="*")
     p.add_argument("-o", "--override", action="append", default=[])
     p.add_argument("--tracking-uri")
-    p.set_defaults(func=quickstart)
+    p.set_defaults(func=with_sigterm(quickstart))  # SIGTERM stops it like Ctrl-C: the run stays resumable
 
 
 def quickstart(args) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 from multigrain.platform.commands.common import add_spec_args, load_spec_args
+from multigrain.platform.commands.interrupt import with_sigterm
 
 RESULT_KEYS = ("spec_hash", "run_dir", "finished", "best_epoch", "epochs_completed", "validation", "test", "seconds")
 
@@ -18,7 +19,7 @@ def register(sub) -> None:
     p.add_argument("--stop-after-epoch", type=int, help="stop after this many epochs (resume later)")
     p.add_argument("--tracking-uri", help="MLflow tracking URI (default sqlite:///mlruns.db)")
     p.add_argument("--no-tracking", action="store_true", help="do not log to MLflow")
-    p.set_defaults(func=train)
+    p.set_defaults(func=with_sigterm(train))  # SIGTERM stops it like Ctrl-C: the run stays resumable
 
 
 def train(args) -> int:

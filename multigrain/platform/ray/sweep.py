@@ -169,12 +169,13 @@ def validate_trials(trials: list[Trial], source: Optional[str] = None) -> None:
 
 def finished_runs(trials: list[Trial], uri: Optional[str] = None) -> dict[str, Any]:
     """Spec hash -> its latest FINISHED training run in MLflow (evaluation rows excluded)."""
-    from mlflow.tracking import MlflowClient
 
     from multigrain.platform import tracking
     from multigrain.platform.experiment import identity
 
-    client = MlflowClient(tracking_uri=tracking.tracking_uri(uri))
+    client = tracking.open_store(tracking.tracking_uri(uri), create=False)
+    if client is None:
+        return {}
     exp_ids = []
     for name in sorted({tracking.experiment_name(identity(t.spec)) for t in trials}):
         exp = client.get_experiment_by_name(name)
