@@ -33,15 +33,27 @@ def write_run_spec(run_dir: Path, spec: dict) -> None:
 
 def read_spec(run_dir: Path) -> dict:
     path = Path(run_dir) / "config.json"
-    if not path.exists():
+    if not path.is_file():
         raise ConfigurationError(f"{run_dir}: not a multigrain run directory (no config.json)")
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        spec = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ConfigurationError(f"{path}: damaged, not a JSON spec ({e})") from None
+    if not isinstance(spec, dict):
+        raise ConfigurationError(f"{path}: damaged, not a JSON spec (holds a {type(spec).__name__})")
+    return spec
 
 
 def read_vocabulary(run_dir: Path):
     from multigrain.platform.vocab import Vocabulary
 
-    return Vocabulary.load(Path(run_dir) / "vocabulary")
+    path = Path(run_dir) / "vocabulary" / "vocabulary.json"
+    if not path.is_file():
+        raise ConfigurationError(f"{run_dir}: no vocabulary/vocabulary.json (not a complete run directory)")
+    try:
+        return Vocabulary.load(path.parent)
+    except (ValueError, UnicodeDecodeError, TypeError, AttributeError) as e:
+        raise ConfigurationError(f"{path}: damaged vocabulary ({e})") from None
 
 
 def load_weights(model, path: Path, device) -> None:
@@ -68,6 +80,8 @@ class Archive:
 
     def read(self, path: str) -> list:
         """Examples of a data file in the reader's format."""
+        if not Path(path).is_file():
+            raise ConfigurationError(f"{path}: no such data file")
         return list(self.reader.read(path))
 
     def read_json_lines(self, path: str) -> list:
@@ -75,6 +89,8 @@ class Archive:
         model and annotated by the reader (lattices); a bad line is a DataError naming it."""
         from multigrain.platform.errors import DataError
 
+        if not Path(path).is_file():
+            raise ConfigurationError(f"{path}: no such input file")
         out = []
         with open(path, encoding="utf-8") as f:
             try:
@@ -89,7 +105,7 @@ class Archive:
                         raise DataError(path, n, "expected a JSON object per line")
                     try:
                         inst = self.model.text_to_instance(data)
-                    except (KeyError, ValueError) as e:
+                    except (KeyError, ValueError, TypeError) as e:
                         raise DataError(path, n, f"cannot make an example: {e}") from None
                     inst.source = (path, n)
                     out.append(inst)

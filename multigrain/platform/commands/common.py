@@ -27,3 +27,44 @@ def spec_stem(path: str) -> str:
     from pathlib import PurePath
 
     return PurePath(path).name.split(".")[0]
+
+
+def positive_int(text: str) -> int:
+    """argparse type of a count that must be at least 1 (``--batch-size``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1, got {value}")
+    return value
+
+
+class AtomicOutput:
+    """A text file written in full or not at all: lines go to ``PATH.tmp``, renamed to ``PATH``
+    when the block ends without an error (removed when it does not). ``None`` writes to stdout."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __enter__(self):
+        import sys
+
+        if self.path is None:
+            self.file = sys.stdout
+        else:
+            self.tmp = f"{self.path}.tmp"
+            self.file = open(self.tmp, "w", encoding="utf-8")
+        return self.file
+
+    def __exit__(self, kind, error, trace):
+        import os
+
+        if self.path is None:
+            return False
+        self.file.close()
+        if kind is None:
+            os.replace(self.tmp, self.path)
+        else:
+            os.unlink(self.tmp)
+        return False

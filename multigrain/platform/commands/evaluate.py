@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import json
+import sys
+
+from multigrain.platform.commands.common import positive_int
 
 
 def register(sub) -> None:
@@ -9,7 +12,7 @@ def register(sub) -> None:
     p.add_argument("archive", metavar="RUN_DIR")
     p.add_argument("data")
     p.add_argument("--output-file")
-    p.add_argument("--batch-size", type=int, help="default: the spec's data_loader.eval_batch_size")
+    p.add_argument("--batch-size", type=positive_int, help="default: the spec's data_loader.eval_batch_size")
     p.add_argument("--device")
     p.set_defaults(func=evaluate)
 
@@ -20,8 +23,9 @@ def evaluate(args) -> int:
     from multigrain.platform.runs import Run
     from multigrain.platform.training import write_json
 
-    metrics, _ = Run.open(args.archive).evaluate(args.data, args.batch_size, args.device)
+    metrics, examples = Run.open(args.archive).evaluate(args.data, args.batch_size, args.device)
     if args.output_file:
         write_json(Path(args.output_file), metrics)
     print(json.dumps(metrics, indent=2))
+    print(f"{args.data}: {examples} examples scored", file=sys.stderr)
     return 0

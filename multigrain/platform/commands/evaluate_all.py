@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from multigrain.platform.commands.common import positive_int
+
 
 def register(subparsers) -> None:
     from multigrain.platform.commands.interrupt import with_sigterm
@@ -16,7 +18,7 @@ def register(subparsers) -> None:
     p.add_argument("--actors", type=int, help="evaluator actors (default: one per archive, as resources allow)")
     p.add_argument("--num-cpus", type=float, default=1.0)
     p.add_argument("--num-gpus", type=float, help="GPUs per actor (default 1 when the cluster has GPUs)")
-    p.add_argument("--batch-size", type=int, help="default: each spec's data_loader.eval_batch_size")
+    p.add_argument("--batch-size", type=positive_int, help="default: each spec's data_loader.eval_batch_size")
     p.add_argument("--address")
     p.add_argument("--tracking-uri")
     p.add_argument("--no-tracking", action="store_true", help="print only; log nothing to MLflow")

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import json
-import sys
+
+from multigrain.platform.commands.common import AtomicOutput, positive_int
 
 
 def register(sub) -> None:
@@ -10,7 +11,7 @@ def register(sub) -> None:
     p.add_argument("archive", metavar="RUN_DIR")
     p.add_argument("input", help='JSON lines ({"text": ...}) or a data file in the reader\'s format')
     p.add_argument("--output-file")
-    p.add_argument("--batch-size", type=int, help="default: the spec's data_loader.eval_batch_size")
+    p.add_argument("--batch-size", type=positive_int, help="default: the spec's data_loader.eval_batch_size")
     p.add_argument("--use-dataset-reader", action="store_true")
     p.add_argument("--device")
     p.set_defaults(func=predict)
@@ -24,11 +25,7 @@ def predict(args) -> int:
         instances = archive.read_json_lines(args.input)
     else:
         instances = archive.read(args.input)
-    out = open(args.output_file, "w", encoding="utf-8") if args.output_file else sys.stdout
-    try:
+    with AtomicOutput(args.output_file) as out:  # a later failure leaves no half-written file
         for pred in archive.predict_batches(instances, args.batch_size):
             out.write(json.dumps(pred, ensure_ascii=False) + "\n")
-    finally:
-        if out is not sys.stdout:
-            out.close()
     return 0

@@ -1,0 +1,75 @@
+"""``predict`` and ``evaluate`` on bad input: one clear error each (exit 2), no traceback, no
+half-written output."""
+import json
+import shutil
+
+import pytest
+
+from multigrain.platform.runs import Run
+from tests.conftest import DATA, run_cli
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("predict_errors")
+    blocks = (DATA / "resume_ner" / "dev.char.bmes").read_text(encoding="utf-8").strip("\n").split("\n\n")
+    (tmp / "train.bmes").write_text("\n\n".join(blocks[:12]) + "\n\n", encoding="utf-8")
+    spec = {"task": "ner", "dataset": "tiny", "dataset_reader": {"type": "resume_ner"},
+            "train_data_path": str(tmp / "train.bmes"), "validation_data_path": str(tmp / "train.bmes"),
+            "data_loader": {"batch_size": 4},
+            "model": {"type": "tagger", "embedder": {"type": "char_bigram", "char_dim": 8, "bigram_dim": 8},
+                      "encoder": {"type": "bilstm", "hidden_size": 8}, "head": {"type": "crf"}},
+            "trainer": {"num_epochs": 1, "optimizer": {"type": "adam", "lr": 0.01}}}
+    Run(spec, tmp / "run").train()
+    return tmp / "run"
+
+
+def broken_copy(run_dir, tmp_path, damage):
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    damage(copy)
+    return copy
+
+
+def check(out, message):
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert message in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
+def test_damaged_run_directories(run_dir, tmp_path):
+    (tmp_path / "in.jsonl").write_text('{"text": "张三在北京"}\n', encoding="utf-8")
+    cases = [
+        (lambda d: (d / "best.pt").write_bytes((d / "best.pt").read_bytes()[:100]),
+         "best.pt: not a multigrain checkpoint, or damaged"),
+        (lambda d: (d / "config.json").write_text('{"task": '), "config.json: damaged, not a JSON spec"),
+        (lambda d: shutil.rmtree(d / "vocabulary"), "no vocabulary/vocabulary.json"),
+        (lambda d: (d / "vocabulary" / "vocabulary.json").write_text("[1, 2"), "damaged vocabulary"),
+    ]
+    for n, (damage, message) in enumerate(cases):
+        where = tmp_path / str(n)
+        where.mkdir()
+        check(run_cli("predict", broken_copy(run_dir, where, damage), tmp_path / "in.jsonl"), message)
+
+
+def test_bad_arguments_and_files(run_dir, tmp_path):
+    check(run_cli("predict", run_dir, tmp_path / "missing.jsonl"), "missing.jsonl: no such input file")
+    check(run_cli("evaluate", run_dir, tmp_path / "missing.bmes"), "missing.bmes: no such data file")
+    out = run_cli("predict", run_dir, tmp_path / "x.jsonl", "--batch-size", "0")
+    assert out.returncode == 2 and "--batch-size: expected at least 1, got 0" in out.stderr
+
+
+def test_a_bad_line_leaves_no_output_file(run_dir, tmp_path):
+    lines = tmp_path / "in.jsonl"
+    lines.write_text('{"text": "张三在北京"}\n{"text": "李四"}\nnot json\n', encoding="utf-8")
+    out_file = tmp_path / "out.jsonl"
+    check(run_cli("predict", run_dir, lines, "--output-file", out_file), "in.jsonl:3: bad JSON")
+    assert not out_file.exists() and not (tmp_path / "out.jsonl.tmp").exists()
+    lines.write_text('{"text": "张三在北京"}\n', encoding="utf-8")
+    assert run_cli("predict", run_dir, lines, "--output-file", out_file).returncode == 0
+    assert json.loads(out_file.read_text(encoding="utf-8"))["text"] == "张三在北京"
+
+
+def test_evaluate_says_how_many_examples_it_scored(run_dir):
+    out = run_cli("evaluate", run_dir, run_dir.parent / "train.bmes")
+    assert out.returncode == 0 and "train.bmes: 12 examples scored" in out.stderr
+    assert json.loads(out.stdout)["f1"] >= 0.0
