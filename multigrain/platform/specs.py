@@ -66,6 +66,9 @@ def evaluate_jsonnet(path: str | Path, ext_vars: dict[str, str] | None = None,
     try:
         text = _jsonnet.evaluate_file(str(path), ext_vars=dict(ext_vars or {}),
                                       import_callback=_confined_imports(import_roots(path, jsonnet_paths)))
+    except UnicodeDecodeError as e:
+        raise SpecError([Problem("", f"not valid UTF-8 ({e.reason} at byte {e.start} of the output or an "
+                                     f"imported file)", "jsonnet")], str(path)) from None
     except RuntimeError as e:
         msg = str(e).strip()
         if "undefined external variable" in msg:
