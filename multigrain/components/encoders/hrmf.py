@@ -30,7 +30,7 @@ from typing import Literal, Optional
 import torch
 from torch import nn
 
-from multigrain.components.embedders.vectors import load_vec_into
+from multigrain.components.vectors import load_vec_into
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.kinds import Encoder
 from multigrain.platform.vocab import Vocabulary
