@@ -6,7 +6,7 @@ number beside ours).
         [--models plte big ...] [--epochs N] [--max-instances N] [--results benchmarks/RESULTS.md]
         [--runs-dir runs/ner] [--store JSON] [--tracking-uri URI] [--cuda-device N] [-o KEY.PATH=VALUE ... --tag NAME]
 
-Each spec is one tracked training (``multigrain.platform.cli.run_tracked`` with a ``RunLogger``,
+Each spec is one tracked training (``multigrain.platform.runs.Run`` with a ``RunLogger``,
 as ``multigrain train`` does) in ``<runs-dir>/<spec>-e<epochs>[-max<N>]-<spec hash[:8]>``; a finished run
 directory is reused and an unfinished one resumed, so the script can be re-run after an
 interruption; ``--epochs`` larger than an earlier run's starts from a copy of that run when the
@@ -28,6 +28,7 @@ import sys
 import time
 from pathlib import Path
 
+import results_md  # noqa: E402
 from results_md import add_override_options, check_override_options, mean_std, save_row, write_section  # benchmarks/ is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,7 +121,6 @@ def seed_spread(rows: dict) -> list[str]:
 
 
 def main(argv=None) -> int:
-    from multigrain.platform.cli import train_or_reuse
     from multigrain.platform.specs import spec_hash
     from multigrain.platform.training import describe_device, pick_device
 
@@ -166,7 +166,7 @@ def main(argv=None) -> int:
         tag = f"-{args.tag}" if args.tag else ""
         run_dir = runs_dir / f"{path.stem}{tag}-e{epochs}{suffix}-{spec_hash(spec)[:8]}"  # a changed spec trains anew
         started = time.time()
-        result = train_or_reuse(spec, run_dir, args.tracking_uri, str(path))
+        result = results_md.train_or_reuse(spec, run_dir, args.tracking_uri, str(path))
         dev, test = result.get("validation") or {}, result.get("test") or {}
         notes = [f"smoke test: {args.max_instances} examples per split"] if args.max_instances else []
         if own_epochs != epochs:

@@ -66,7 +66,7 @@ def resume_model(name: str, device, overrides: dict | None = None):
 
     from multigrain.platform.config import build
     from multigrain.platform.specs import load_spec
-    from multigrain.platform.experiment import Experiment, build_vocabulary, model_class, read_all
+    from multigrain.platform.experiment import Experiment, build_vocabulary, read_all
 
     spec = load_spec(str(ROOT / "jsonnet_configs" / "ner" / f"resume_{name}.jsonnet"))
     for path, value in (overrides or {}).items():
@@ -82,7 +82,7 @@ def resume_model(name: str, device, overrides: dict | None = None):
         test = read_all(exp.test_dataset_reader, exp.test_data_path)
         _DATA_CACHE[key] = (train, test)
     train, test = _DATA_CACHE[key]
-    vocab = build_vocabulary(exp, model_class(spec), train, [test])
+    vocab = build_vocabulary(exp, exp.model_class(), train, [test])
     return exp.model.construct(vocab=vocab).to(device).eval(), test
 
 

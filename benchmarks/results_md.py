@@ -84,3 +84,14 @@ def check_override_options(parser, args) -> None:
         parser.error("-o/--override and --tag go together: the tag names the overridden configuration's rows")
     if args.tag and not args.tag.replace("_", "").replace("-", "").isalnum():
         parser.error(f"--tag {args.tag!r}: use letters, digits, '-' and '_' (it names run directories)")
+
+
+def train_or_reuse(spec: dict, run_dir: Path, tracking_uri: str | None = None, source: str | None = None,
+                   track: bool = True) -> dict:
+    """One results row's training, through ``multigrain.platform.runs.Run`` as ``multigrain train``
+    does: a finished run directory is reused, an interrupted one resumed, a longer run of an earlier
+    one extended; logged live to MLflow unless ``track`` is false (``multigrain log`` logs it later)."""
+    from multigrain.platform.runs import Run
+    from multigrain.platform.tracking import RunLogger
+
+    return Run(spec, run_dir, source).train_or_reuse(logger=RunLogger(tracking_uri) if track else None)

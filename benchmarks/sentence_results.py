@@ -4,7 +4,7 @@
         [-o KEY.PATH=VALUE ... --tag NAME] [--max-instances N] [--results benchmarks/RESULTS.md]
         [--runs-dir runs/sentence] [--store JSON] [--tracking-uri URI | --no-tracking]
 
-Each (spec, seed) is one MLflow-tracked training (``multigrain.platform.cli.run_tracked``) in its
+Each (spec, seed) is one MLflow-tracked training (``multigrain.platform.runs.Run``) in its
 own run directory; a finished run directory is reused, an unfinished one resumed, and a run
 of the same spec with fewer epochs continued when the schedule allows (``train_or_reuse``). Every seed's
 result is kept in the tracked store ``benchmarks/results/sentence_results.json`` (or ``--store``)
@@ -30,6 +30,7 @@ import sys
 import time
 from pathlib import Path
 
+import results_md  # noqa: E402
 from results_md import add_override_options, check_override_options, mean_std, save_row, write_section  # benchmarks/ is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,7 +111,6 @@ def sources(rows: list[dict]) -> list[str]:
 
 
 def main(argv=None) -> int:
-    from multigrain.platform.cli import train_or_reuse
     from multigrain.platform.specs import spec_hash
     from multigrain.platform.training import describe_device, pick_device
 
@@ -155,7 +155,7 @@ def main(argv=None) -> int:
                 continue
             run_dir = run_dir_for(path, spec, args.runs_dir, args.tag, args.max_instances)
             started = time.time()
-            result = train_or_reuse(spec, run_dir, args.tracking_uri, str(path), track=not args.no_tracking)
+            result = results_md.train_or_reuse(spec, run_dir, args.tracking_uri, str(path), track=not args.no_tracking)
             test, dev = result.get("test") or {}, result.get("validation") or {}
             a, b = ("em", "f1") if task == "mrc" else ("accuracy", "macro_f1")
             row["runs"][str(seed)] = {

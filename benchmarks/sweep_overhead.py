@@ -53,7 +53,7 @@ def touch_store(uri: str) -> None:
 
 def warm_worker(spec: dict, run_dir: str) -> None:
     """The worker's untimed warm-up trial, as the sequential arm has one."""
-    from multigrain.platform.distributed import run_trial
+    from multigrain.platform.ray.sweep import run_trial
 
     os.environ["MULTIGRAIN_QUIET"] = "1"
     run_trial(spec, run_dir)
@@ -82,8 +82,8 @@ def run(work: Path) -> int:
 
     import torch
 
-    from multigrain.platform import distributed as D
     from multigrain.platform import tracking
+    from multigrain.platform.ray.sweep import expand_sweep, run_sweep, run_trial
 
     torch.set_num_threads(1)  # what a 1-CPU Ray task gets (Ray sets OMP_NUM_THREADS=1)
     spec = make_spec(work, args.epochs)
@@ -91,24 +91,24 @@ def run(work: Path) -> int:
     grid = [("trainer.optimizer.lr", lrs)]
 
     def trials(tag):
-        return D.expand_sweep(spec, grid, 2, tag, work / "runs")[: args.trials]
+        return expand_sweep(spec, grid, 2, tag, work / "runs")[: args.trials]
 
     seq_uri, ray_uri = f"sqlite:///{work}/seq.db", f"sqlite:///{work}/ray.db"
     touch_store(seq_uri)
     touch_store(ray_uri)
-    D.run_trial(spec, work / "warmup")  # one untimed trial: lazy imports and first-call costs
+    run_trial(spec, work / "warmup")  # one untimed trial: lazy imports and first-call costs
 
     def sequential_arm(rep: int) -> tuple[float, list]:
         start = time.perf_counter()
         done = trials(f"sequential{rep}")
         for t in done:
-            t.result = D.run_trial(t.spec, t.run_dir)
+            t.result = run_trial(t.spec, t.run_dir)
             tracking.replay(t.result, t.spec, seq_uri)
         return time.perf_counter() - start, done
 
     def ray_arm(rep: int) -> tuple[float, list]:
         start = time.perf_counter()
-        done = D.run_sweep(trials(f"ray{rep}"), {"num_cpus": 1, "num_gpus": 0}, uri=ray_uri)
+        done = run_sweep(trials(f"ray{rep}"), {"num_cpus": 1, "num_gpus": 0}, uri=ray_uri)
         return time.perf_counter() - start, done
 
     import ray

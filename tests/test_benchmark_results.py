@@ -22,8 +22,6 @@ fake_training_tracked: list = []
 @pytest.fixture
 def fake_training(monkeypatch):
     """``train_or_reuse`` stub: seed s gets test accuracy 0.80 + s/100 (13 -> 0.93); records calls."""
-    import multigrain.platform.cli as cli
-
     calls = []
 
     def train_or_reuse(spec, run_dir, tracking_uri=None, source=None, track=True):
@@ -33,7 +31,7 @@ def fake_training(monkeypatch):
         return {"test": {"accuracy": acc, "macro_f1": acc - 0.01, "f1": acc}, "validation": {"accuracy": acc - 0.02,
                 "f1": acc - 0.02}, "seconds": 60.0, "best_epoch": 2, "epochs_completed": 3, "device": "GPU Fake"}
 
-    monkeypatch.setattr(cli, "train_or_reuse", train_or_reuse)
+    monkeypatch.setattr(results_md, "train_or_reuse", train_or_reuse)
     return calls
 
 

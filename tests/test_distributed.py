@@ -7,15 +7,23 @@ import json
 import os
 import signal
 import statistics
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from multigrain.platform import distributed as D
 from multigrain.platform.cli import main as cli_main
-from tests.conftest import DATA
+from multigrain.platform.ray.archives import check_archives
+from multigrain.platform.ray.cluster import cluster_resources, patient_serve_defaults
+from multigrain.platform.ray.evaluate import evaluator_pool
+from multigrain.platform.ray.serve import start_service
+from multigrain.platform.ray.sweep import Trial, expand_sweep, parse_grid, run_sweep, trial_resources
+from multigrain.platform.ray.sweep_report import summarize
+from tests.conftest import DATA, ROOT
+from tests.ray_head import free_port
 
 LR_GRID = "trainer.optimizer.lr=[0.01,0.02]"
 
@@ -58,7 +66,7 @@ def mlflow_runs(uri: str) -> list:
 def ray_local():
     import ray
 
-    D.patient_serve_defaults()
+    patient_serve_defaults()
     ray.init(address="local", num_cpus=2, num_gpus=1, include_dashboard=False,
              object_store_memory=80 * 1024 * 1024, log_to_driver=False)
     yield
@@ -90,11 +98,51 @@ def swept(ray_local, workdir):
     return {"code": code, "spec_path": spec_path, "uri": uri, "scratch_uri": f"sqlite:///{workdir / 'scratch.db'}"}
 
 
+# ---------------------------------------------------------------------------- light start-up (no Ray)
+HEAVY = {"torch", "ray", "mlflow"}
+RAY_COMMANDS = ["sweep", "serve", "evaluate-all", "submit", "jobs"]
+
+
+def imported_top_level(*argv: str) -> tuple[set, str]:
+    """The top-level packages a fresh ``python -X importtime -m multigrain.platform.cli ARGV``
+    imported (from the import-time report on stderr), and its stdout."""
+    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "multigrain.platform.cli", *argv],
+                         capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    names = {line.rsplit("|", 1)[1].strip().split(".")[0] for line in out.stderr.splitlines()
+             if line.startswith("import time:") and "|" in line}
+    assert "multigrain" in names and "argparse" in names  # the report was read
+    return names, out.stdout
+
+
+@pytest.mark.parametrize("command", [None, *RAY_COMMANDS])
+def test_help_of_the_cli_and_each_ray_command_imports_no_torch_ray_mlflow(command):
+    names, stdout = imported_top_level(*([command] if command else []), "--help")
+    assert not names & HEAVY, sorted(names & HEAVY)
+    if command:
+        assert stdout.startswith(f"usage: multigrain {command} ")
+    else:
+        assert all(f"    {c} " in stdout for c in RAY_COMMANDS), stdout
+
+
+def test_importing_the_ray_modules_imports_no_ray():
+    code = ("import sys\n"
+            "import multigrain.platform.ray\n"
+            "from multigrain.platform.ray import archives, cluster, evaluate, jobs, serve, sweep, sweep_report\n"
+            "from multigrain.platform.commands import evaluate_all, interrupt, submit\n"
+            "from multigrain.platform.commands import jobs as jobs_command, serve as serve_command\n"
+            "from multigrain.platform.commands import sweep as sweep_command\n"
+            "print(sorted(m for m in ('torch', 'ray', 'mlflow', 'rich', 'yaml') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"
+
+
 # ---------------------------------------------------------------------------- planning (no Ray)
 def test_grid_expansion_and_identities(tmp_path):
     spec = tiny_spec(tmp_path)
-    trials = D.expand_sweep(spec, D.parse_grid([LR_GRID, "model.encoder.hidden_size=[8,12]"]), 3, "tiny",
-                            tmp_path / "runs")
+    trials = expand_sweep(spec, parse_grid([LR_GRID, "model.encoder.hidden_size=[8,12]"]), 3, "tiny",
+                          tmp_path / "runs")
     assert len(trials) == 2 * 2 * 3
     assert {t.seed for t in trials} == {7, 8, 9}
     assert {(t.spec["trainer"]["optimizer"]["lr"], t.spec["model"]["encoder"]["hidden_size"]) for t in trials} == {
@@ -109,8 +157,8 @@ def test_grid_expansion_and_identities(tmp_path):
 
 def test_summary_ranks_by_mean_over_seeds():
     def trial(i, lr, seed, dev, test):
-        t = D.Trial(i, (("trainer.optimizer.lr", lr),), seed, {"trainer": {"validation_metric": "+f1"}},
-                    f"{i:064x}", f"r{i}")
+        t = Trial(i, (("trainer.optimizer.lr", lr),), seed, {"trainer": {"validation_metric": "+f1"}},
+                  f"{i:064x}", f"r{i}")
         t.result = {"validation": {"f1": dev, "loss": 1.0}, "test": {"f1": test, "loss": 2.0}}
         t.state = "FINISHED"
         return t
@@ -118,7 +166,7 @@ def test_summary_ranks_by_mean_over_seeds():
     devs = {0.01: [0.50, 0.70, 0.60], 0.02: [0.80, 0.60, 0.75]}
     tests = {0.01: [0.40, 0.45, 0.50], 0.02: [0.70, 0.72, 0.74]}
     trials = [trial(3 * k + s, lr, s, devs[lr][s], tests[lr][s]) for k, lr in enumerate(devs) for s in range(3)]
-    rows = D.summarize(trials)
+    rows = summarize(trials)
     assert [r["point"]["trainer.optimizer.lr"] for r in rows] == [0.02, 0.01]
     for row in rows:
         lr = row["point"]["trainer.optimizer.lr"]
@@ -129,16 +177,16 @@ def test_summary_ranks_by_mean_over_seeds():
     minus = [trial(i, t.point[0][1], t.seed, t.result["validation"]["f1"], 0.0) for i, t in enumerate(trials)]
     for t in minus:
         t.spec = {"trainer": {"validation_metric": "-f1"}}
-    assert [r["point"]["trainer.optimizer.lr"] for r in D.summarize(minus)] == [0.01, 0.02]
+    assert [r["point"]["trainer.optimizer.lr"] for r in summarize(minus)] == [0.01, 0.02]
 
 
 def test_trial_resources_rule():
     cpu_spec, pinned = {"trainer": {}}, {"trainer": {"cuda_device": -1}}
-    assert D.trial_resources(None, cpu_spec, {"CPU": 8}) == {"num_cpus": 1, "num_gpus": 0}
-    assert D.trial_resources(None, cpu_spec, {"CPU": 8, "GPU": 2}) == {"num_cpus": 1, "num_gpus": 1}
-    assert D.trial_resources(None, pinned, {"CPU": 8, "GPU": 2}) == {"num_cpus": 1, "num_gpus": 0}
-    assert D.trial_resources({"num_cpus": 2, "num_gpus": 0.5}, cpu_spec, {"CPU": 8}) == {"num_cpus": 2,
-                                                                                          "num_gpus": 0.5}
+    assert trial_resources(None, cpu_spec, {"CPU": 8}) == {"num_cpus": 1, "num_gpus": 0}
+    assert trial_resources(None, cpu_spec, {"CPU": 8, "GPU": 2}) == {"num_cpus": 1, "num_gpus": 1}
+    assert trial_resources(None, pinned, {"CPU": 8, "GPU": 2}) == {"num_cpus": 1, "num_gpus": 0}
+    assert trial_resources({"num_cpus": 2, "num_gpus": 0.5}, cpu_spec, {"CPU": 8}) == {"num_cpus": 2,
+                                                                                        "num_gpus": 0.5}
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -156,7 +204,7 @@ def test_bad_sweeps_fail_before_scheduling(tmp_path, monkeypatch, capsys, argv, 
 
     monkeypatch.chdir(tmp_path)
     spec_path = write_spec(tmp_path, tiny_spec(tmp_path / "data"))
-    argv = [a.replace("{port}", str(D.free_port())) for a in argv]
+    argv = [a.replace("{port}", str(free_port())) for a in argv]
     started = ray.is_initialized()
     code = cli_main(["sweep", spec_path, "--tracking-uri", f"sqlite:///{tmp_path}/m.db", *argv])
     err = capsys.readouterr().err
@@ -182,7 +230,7 @@ def test_sweep_of_four_trials_logs_four_runs(swept):
     runs = mlflow_runs(swept["uri"])
     assert len(runs) == 4 and all(r.info.status == "FINISHED" for r in runs)
     spec = json.loads(Path(swept["spec_path"]).read_text())
-    trials = D.expand_sweep(spec, D.parse_grid([LR_GRID]), 2, "tiny")
+    trials = expand_sweep(spec, parse_grid([LR_GRID]), 2, "tiny")
     assert {r.data.tags["spec_hash"] for r in runs} == {t.spec_hash for t in trials}
     for t in trials:
         metrics = json.loads((Path(t.run_dir) / "metrics.json").read_text())
@@ -207,10 +255,10 @@ def test_resume_runs_only_the_missing_trials(swept, capsys):
 
 def test_gpu_placement_with_declared_gpu(ray_local, swept, tmp_path):
     spec = tiny_spec(tmp_path / "data")
-    trials = D.expand_sweep(spec, [], 1, "tiny", tmp_path / "runs")
-    options = D.trial_resources(None, spec, D.cluster_resources())
+    trials = expand_sweep(spec, [], 1, "tiny", tmp_path / "runs")
+    options = trial_resources(None, spec, cluster_resources())
     assert options == {"num_cpus": 1, "num_gpus": 1}  # the cluster has a GPU: the trial asks for it
-    D.run_sweep(trials, options, uri=swept["scratch_uri"], poll=0.2)
+    run_sweep(trials, options, uri=swept["scratch_uri"], poll=0.2)
     placement = trials[0].result["placement"]
     assert trials[0].state == "FINISHED"
     assert placement["gpu_ids"] == ["0"] and placement["cuda_visible_devices"] == "0"
@@ -218,7 +266,7 @@ def test_gpu_placement_with_declared_gpu(ray_local, swept, tmp_path):
 
 def test_killed_worker_is_retried_and_no_run_is_lost(ray_local, workdir, tmp_path):
     spec = tiny_spec(tmp_path / "data")
-    trials = D.expand_sweep(spec, [], 2, "tiny", tmp_path / "runs")
+    trials = expand_sweep(spec, [], 2, "tiny", tmp_path / "runs")
     killed = []
 
     def kill_first_attempt(ts):
@@ -228,7 +276,7 @@ def test_killed_worker_is_retried_and_no_run_is_lost(ray_local, workdir, tmp_pat
             killed.append(t.pid)
 
     uri = f"sqlite:///{tmp_path}/m.db"
-    D.run_sweep(trials, {"num_cpus": 1, "num_gpus": 0}, max_retries=2, uri=uri, on_update=kill_first_attempt,
+    run_sweep(trials, {"num_cpus": 1, "num_gpus": 0}, max_retries=2, uri=uri, on_update=kill_first_attempt,
                 poll=0.1)
     assert killed, "the trial finished before it could be killed"
     assert [t.state for t in trials] == ["FINISHED", "FINISHED"], [t.error for t in trials]
@@ -243,9 +291,9 @@ def test_killed_worker_is_retried_and_no_run_is_lost(ray_local, workdir, tmp_pat
 
 def test_trial_failure_is_reported_not_retried(ray_local, swept, tmp_path):
     spec = tiny_spec(tmp_path / "data")
-    trials = D.expand_sweep(spec, [], 1, "tiny", tmp_path / "runs")
+    trials = expand_sweep(spec, [], 1, "tiny", tmp_path / "runs")
     Path(spec["train_data_path"]).write_text("", encoding="utf-8")  # valid path, no examples
-    D.run_sweep(trials, {"num_cpus": 1, "num_gpus": 0}, uri=swept["scratch_uri"], poll=0.1)
+    run_sweep(trials, {"num_cpus": 1, "num_gpus": 0}, uri=swept["scratch_uri"], poll=0.1)
     assert trials[0].state == "FAILED" and trials[0].attempts == 1
     assert trials[0].error == f"{spec['train_data_path']}: empty file: no examples"
 
@@ -269,7 +317,7 @@ def test_local_workers_give_a_serve_proxy_time_to_start(ray_local, monkeypatch):
 
     assert ray.get(ready_timeout.remote()) == "60"  # inherited from the driver: Serve's default is 5 s
     monkeypatch.setenv("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "7")
-    D.patient_serve_defaults()
+    patient_serve_defaults()
     assert os.environ["RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S"] == "7"  # the user's value stays
 
 
@@ -280,10 +328,10 @@ def test_serve_answers_like_in_process_predict(swept):
     from multigrain.platform.cli import read_jsonl
 
     run_dir = next(Path("runs/sweeps/tiny").iterdir())
-    named = D.check_archives([str(run_dir)])
-    port = D.free_port()
+    named = check_archives([str(run_dir)])
+    port = free_port()
     try:
-        urls = D.start_service(named, host="127.0.0.1", port=port, num_cpus=0.5)
+        urls = start_service(named, host="127.0.0.1", port=port, num_cpus=0.5)
         url = urls[run_dir.name]
         assert url == f"http://127.0.0.1:{port}/predict/{run_dir.name}"
         texts = ["张三，男，1962年出生，中国国籍。", "现任北京大学教授", "高级工程师"]
@@ -336,7 +384,7 @@ def test_evaluator_pool_matches_in_process_and_records_rows(swept, tmp_path, cap
     assert {b["value"] for b in board} == {r["metrics"]["f1"] for r in rows}
 
     # an evaluator actor that dies is restarted and the call retried
-    (actor,) = D.evaluator_pool(1, num_cpus=0.5, num_gpus=0)
+    (actor,) = evaluator_pool(1, num_cpus=0.5, num_gpus=0)
     first = ray.get(actor.pid.remote())
     os.kill(first, signal.SIGKILL)
     again = ray.get(actor.evaluate.remote(rows[0]["run_dir"], data), timeout=120)

@@ -7,16 +7,17 @@ import json
 
 import pytest
 
-from multigrain.platform import distributed as D
 from multigrain.platform.cli import main as cli_main
+from multigrain.platform.ray.jobs import list_jobs, wait_for_job
 from multigrain.platform.specs import spec_hash
+from tests.ray_head import LocalHead, free_port
 from tests.test_distributed import mlflow_runs, tiny_spec, write_spec
 
 
 @pytest.fixture(scope="module")
 def head(tmp_path_factory):
     cwd = tmp_path_factory.mktemp("head_cwd")
-    head = D.LocalHead.start(num_cpus=1, cwd=str(cwd))
+    head = LocalHead.start(num_cpus=1, cwd=str(cwd))
     yield head
     head.stop()
     assert head.process.poll() is not None
@@ -39,10 +40,10 @@ def test_submit_twice_runs_one_job(head, tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"{sid} was already submitted" in out and "not started again" in out
 
-    assert D.wait_for_job(head.dashboard_url, sid, timeout=180, poll=1) == "SUCCEEDED"
+    assert wait_for_job(head.dashboard_url, sid, timeout=180, poll=1) == "SUCCEEDED"
     assert cli_main(argv) == 0  # after it finished: still the same job
     assert "status SUCCEEDED; not started again" in capsys.readouterr().out
-    jobs = D.list_jobs(head.dashboard_url)
+    jobs = list_jobs(head.dashboard_url)
     assert [j["submission_id"] for j in jobs] == [sid]
     runs = mlflow_runs(uri)
     assert len(runs) == 1 and runs[0].data.tags["spec_hash"] == spec_hash(spec)
@@ -62,12 +63,12 @@ def test_submit_twice_runs_one_job(head, tmp_path, capsys):
 def test_submit_refuses_bad_spec_and_unreachable_head(head, tmp_path, capsys):
     spec = tiny_spec(tmp_path / "data")
     spec["model"]["encoder"]["hidden_size"] = "8x"
-    before = D.list_jobs(head.dashboard_url, everything=True)
+    before = list_jobs(head.dashboard_url, everything=True)
     code = cli_main(["submit", write_spec(tmp_path, spec), "--address", head.dashboard_url])
     assert code == 2 and 'model.encoder.hidden_size: expected int, got "8x"' in capsys.readouterr().err
-    assert D.list_jobs(head.dashboard_url, everything=True) == before  # nothing submitted
+    assert list_jobs(head.dashboard_url, everything=True) == before  # nothing submitted
 
     spec["model"]["encoder"]["hidden_size"] = 8
-    code = cli_main(["submit", write_spec(tmp_path, spec), "--address", f"http://127.0.0.1:{D.free_port()}"])
+    code = cli_main(["submit", write_spec(tmp_path, spec), "--address", f"http://127.0.0.1:{free_port()}"])
     err = capsys.readouterr().err
     assert code == 2 and "cannot reach the Ray Jobs API" in err and err.count("error:") == 1

@@ -8,7 +8,7 @@ import torch
 
 from multigrain.platform.config import build
 from multigrain.platform.specs import load_spec
-from multigrain.platform.experiment import Experiment, build_vocabulary, model_class, validate_spec
+from multigrain.platform.experiment import Experiment, build_vocabulary, validate_spec
 from tests.test_encoders_support import single_thread  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,7 +47,7 @@ def test_spec_builds_and_trains_one_step(path, monkeypatch, tmp_path):
     exp = build(Experiment, spec)
     exp.dataset_reader.max_instances = 6
     train = list(exp.dataset_reader.read(exp.train_data_path))
-    vocab = build_vocabulary(exp, model_class(spec), train, [])
+    vocab = build_vocabulary(exp, exp.model_class(), train, [])
     torch.manual_seed(0)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*tokens found")  # the tiny vector files' coverage

@@ -89,7 +89,7 @@ def write_overfit_files(tmp_path) -> tuple[str, str]:
 
 def overfit(tmp_path, model: dict, lattice: bool, epochs: int, lr: float, batch_size: int = 5) -> dict:
     """Train ``model`` on the 20 sentences and return the run summary (validation = the same 20)."""
-    from multigrain.platform.experiment import train_experiment
+    from multigrain.platform.runs import train_experiment
 
     train, lexicon = write_overfit_files(tmp_path)
     reader = {"type": "resume_ner"}

@@ -7,7 +7,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from multigrain.platform.distributed import free_port
+from tests.ray_head import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "ray_cluster" / "stop_own_ray.sh"

@@ -119,3 +119,27 @@ def test_components_command_lists_names_classes_and_files():
     out = run_cli("components", "encoder")
     assert out.returncode == 0, out.stderr
     assert "bilstm" in out.stdout and "BiLstmEncoder" in out.stdout and "bilstm.py" in out.stdout
+
+
+def test_a_broken_plugin_does_not_hide_the_others(monkeypatch):
+    """One entry point fails to import: the next still loads, a warning names the broken one, and
+    a lookup that misses names it too."""
+    import importlib.metadata as metadata
+    import types
+
+    good = types.ModuleType("mg_test_good_plugin")
+    good.Animal = Animal
+    exec("@Animal.register('dog')\nclass Dog(Animal):\n    pass\n", good.__dict__)
+    monkeypatch.setitem(sys.modules, "mg_test_good_plugin", good)
+    points = [metadata.EntryPoint("broken", "mg_test_no_such_module", "multigrain.plugins"),
+              metadata.EntryPoint("good", "mg_test_good_plugin", "multigrain.plugins")]
+    monkeypatch.setattr(metadata, "entry_points", lambda group=None: points if group == "multigrain.plugins" else [])
+    reset_plugins()
+    try:
+        with pytest.warns(UserWarning, match="'broken' \\(mg_test_no_such_module\\) failed to load"):
+            assert load_plugins() == ["mg_test_good_plugin"]
+        assert Animal.by_name("dog").__name__ == "Dog"
+        with pytest.raises(ConfigurationError, match="plugins that failed to load: broken \\(mg_test_no_such_module\\)"):
+            Animal.by_name("parrot")
+    finally:
+        reset_plugins()

@@ -8,7 +8,7 @@ from multigrain.components.lattice.types import Lattice
 from multigrain.components.models.classifier import CLS, SEP, Classifier, Part, fit_lengths, pack
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import DataError
-from multigrain.platform.experiment import train_experiment
+from multigrain.platform.runs import train_experiment
 from multigrain.platform.vocab import Vocabulary
 from tests.conftest import DATA, ROOT
 

@@ -9,7 +9,7 @@ from multigrain.components.models.span_reader import SpanReader
 from multigrain.components.readers.text import split_chars
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import DataError
-from multigrain.platform.experiment import train_experiment
+from multigrain.platform.runs import train_experiment
 from multigrain.platform.vocab import Vocabulary
 from tests.conftest import DATA
 from tests.test_sentence_models import tiny_spec

@@ -4,8 +4,7 @@ import json
 import pytest
 import torch
 
-from multigrain.platform.archive import load_archive
-from multigrain.platform.experiment import train_experiment
+from multigrain.platform.runs import Run, train_experiment
 from tests.conftest import DATA
 
 
@@ -80,7 +79,7 @@ def test_resume_refuses_changed_spec(tmp_path, tiny_files):
 
 
 def test_a_run_extended_to_more_epochs_equals_the_longer_run(tmp_path, tiny_files, monkeypatch):
-    from multigrain.platform.cli import train_or_reuse
+    from multigrain.platform.tracking import RunLogger
     from multigrain.platform.errors import ConfigurationError
 
     train, dev = tiny_files
@@ -90,11 +89,11 @@ def test_a_run_extended_to_more_epochs_equals_the_longer_run(tmp_path, tiny_file
     full = train_experiment(longer, tmp_path / "full")
     runs, uri = tmp_path / "runs", f"sqlite:///{tmp_path / 'mlruns.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)  # mlflow.set_tracking_uri exports it: undone after the test
-    first = train_or_reuse(short, runs / "e2", tracking_uri=uri)
+    first = Run(short, runs / "e2").train_or_reuse(logger=RunLogger(uri))
     assert first["finished"] and first["epochs_completed"] == 2
     other = tiny_spec(train, dev, epochs=1, lr=0.02, scheduler=scheduler)  # not a shorter run of `longer`
     train_experiment(other, runs / "other-lr")
-    extended = train_or_reuse(longer, runs / "e4", tracking_uri=uri)
+    extended = Run(longer, runs / "e4").train_or_reuse(logger=RunLogger(uri))
     assert extended["finished"] and extended["epochs_completed"] == 4
     assert extended["history"] == full["history"] and extended["validation"] == full["validation"]
     assert extended["seconds"] >= first["training_seconds"]  # the earlier epochs' time is counted
@@ -106,7 +105,7 @@ def test_a_run_extended_to_more_epochs_equals_the_longer_run(tmp_path, tiny_file
     assert json.loads((runs / "e2" / "metrics.json").read_text())["epochs_completed"] == 2  # the short run is kept
     assert sorted(p.name for p in runs.iterdir()) == ["e2", "e4", "other-lr"]
     with pytest.raises(ConfigurationError, match=r"e2: holds a finished run of another spec"):
-        train_or_reuse(longer, runs / "e2", tracking_uri=uri)
+        Run(longer, runs / "e2").train_or_reuse(logger=RunLogger(uri))
 
 
 @pytest.mark.parametrize("head", ["crf", "softmax_tagger"])
@@ -126,14 +125,13 @@ def test_archive_reloads_and_predicts(tmp_path, tiny_files):
     for name in ("config.json", "spec_hash", "vocabulary/vocabulary.json", "best.pt", "last.pt", "metrics.json"):
         assert (run / name).exists(), name
     assert json.loads((run / "metrics.json").read_text())["spec_hash"] == result["spec_hash"]
-    archive = load_archive(run)
+    archive = Run.open(run).load_archive()
     preds = list(archive.predict_batches(archive.read(dev)))
     assert len(preds) == 8 and all(len(p["tags"]) == len(p["text"]) for p in preds)
 
 
 def test_lattice_model_predicts_from_raw_text(tmp_path):
     """`predict` input carries no lattice: the archive's reader builds it with the training builder."""
-    from multigrain.platform.cli import read_jsonl
     from tests.test_encoders_support import lattice_embedder, overfit
 
     model = {"type": "tagger", "embedder": lattice_embedder(16),
@@ -141,10 +139,10 @@ def test_lattice_model_predicts_from_raw_text(tmp_path):
              "head": {"type": "crf"}}
     overfit(tmp_path, model, lattice=True, epochs=1, lr=0.01)
     run = tmp_path / "run"
-    archive = load_archive(run)
+    archive = Run.open(run).load_archive()
     sentence = "".join(archive.read(archive.spec["train_data_path"])[0]["chars"])
     (tmp_path / "in.jsonl").write_text(json.dumps({"text": sentence}, ensure_ascii=False) + "\n", encoding="utf-8")
-    instances = archive.reader.annotate(read_jsonl(str(tmp_path / "in.jsonl"), archive.model))
+    instances = archive.read_json_lines(str(tmp_path / "in.jsonl"))
     assert instances[0]["lattice"].n_words > 0
     from_text = list(archive.predict_batches(instances))
     from_file = list(archive.predict_batches(archive.read(archive.spec["train_data_path"])[:1]))
@@ -163,7 +161,7 @@ def test_pretrained_files_add_held_out_tokens_with_their_vectors(tmp_path):
     spec["model"]["embedder"].update(char_dim=4, char_pretrained_file=str(vec))
     with pytest.warns(UserWarning, match="2 of 4 tokens found"):
         train_experiment(spec, tmp_path / "run")
-    archive = load_archive(tmp_path / "run")
+    archive = Run.open(tmp_path / "run").load_archive()
     chars = archive.vocab.tokens("chars")
     assert "丁" in chars and "戊" not in chars and "己" not in chars  # 己 is in no split
     weight = archive.model.embedder.chars.weight
@@ -235,7 +233,7 @@ def test_moving_average_follows_its_formula_and_swaps_back():
 
 
 def test_moving_average_validates_saves_and_resumes(tmp_path, tiny_files):
-    from multigrain.platform.experiment import train_experiment as train
+    from multigrain.platform.runs import train_experiment as train
     from multigrain.platform.errors import SpecError
 
     train_file, dev = tiny_files

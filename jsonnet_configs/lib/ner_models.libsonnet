@@ -108,23 +108,15 @@ local ner = import 'ner.libsonnet';
     star(d):: ner.trainer(epochs=$.epochs[d], lr=1e-3),
     big(d):: ner.trainer(epochs=$.epochs[d], lr=1e-3),
     bilstm_big(d):: ner.trainer(epochs=$.epochs[d], lr=1e-3),
-    // PLTE: Adam. The paper's SGD (lr 0.045, decay 0.05, §5.1.3; spec <dataset>_plte_sgd) starts
-    // from word2vec vectors; from random ones it barely moves: on 400 Resume sentences, dev F1
-    // after 6 epochs was 0.00 with SGD 0.045 (0.19 with 0.36, 0.00 with 0.72 = 0.045 x 16, the
-    // summed-loss equivalent, which first diverges), 0.74 with Adam 1e-3.
-    // The rate warms up over 5% of the steps and then decays linearly to 0 (the paper's SGD rate
-    // decays too), patience 8. Resume with SGNS vectors (resume_plte_vec), 2026-11-23: constant
-    // rate 1e-3, patience 5: dev 93.54 / test 94.96, best epoch 5; this schedule: dev 93.32 /
-    // test 94.58, best epoch 5 as well (single runs: the difference is within run-to-run noise).
-    // The paper's SGD from the same vectors (<dataset>_plte_sgd_vec, 30 epochs), 2026-11-23:
-    // Resume dev 94.67 / test 94.06 (dev still rising at epoch 29); Weibo dev 51.25 / test 38.62
-    // (85 steps an epoch: 30 epochs are too few for SGD there). Adam stays the default.
+    // PLTE: Adam, warmed up over 5% of the steps, then decayed linearly to 0 (the paper's SGD
+    // rate decays too), patience 8. The paper's SGD (lr 0.045, decay 0.05, §5.1.3) is the spec
+    // <dataset>_plte_sgd; it needs word2vec vectors to move at all (benchmarks/RESULTS.md,
+    // "Trainer choices").
     plte(d):: ner.trainer(epochs=$.epochs[d], lr=1e-3) +
               { scheduler: { type: 'linear_warmup', warmup_fraction: 0.05 }, patience: 8 },
     plte_sgd(d):: $.sgd(0.045, $.epochs[d]),
     // Lattice LSTM: SGD lr 0.015 at batch size 1 (per-sentence loss); our loss is the batch mean,
-    // so with batches of 8 the rate is scaled linearly to 0.12 (400 Resume sentences, 6 epochs:
-    // dev F1 0.75; Adam 2e-3: 0.84)
+    // so with batches of 8 the rate is scaled linearly to 0.12 (benchmarks/RESULTS.md, "Trainer choices")
     lattice_lstm(d):: $.sgd(0.12, $.epochs[d]),
   },
   batch_size:: { bilstm_crf: 32, transformer: 32, star: 32, big: 16, bilstm_big: 16, plte: 16, plte_sgd: 16, lattice_lstm: 8 },

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
 
-from multigrain.platform.config import build
 from multigrain.platform.specs import spec_hash
 from multigrain.platform.errors import ConfigurationError
 
@@ -53,45 +52,68 @@ def load_weights(model, path: Path, device) -> None:
 
 @dataclass
 class Archive:
+    """A run's model with its weights loaded, the reader that makes its inputs, and its batching."""
+
     run_dir: Path
     spec: dict
     model: object
     vocab: object
     reader: object
     device: object
+    data_loader: object  # the spec's DataLoaderConfig: evaluation batch size and bucketing
 
     def read(self, path: str) -> list:
+        """Examples of a data file in the reader's format."""
         return list(self.reader.read(path))
 
-    def predict_batches(self, instances: list, batch_size: int = 64) -> Iterator[dict]:
-        """JSON-ready predictions, in input order."""
+    def read_json_lines(self, path: str) -> list:
+        """``predict`` input: one JSON object per line (``{"text": ...}``), made into examples by the
+        model and annotated by the reader (lattices); a bad line is a DataError naming it."""
+        from multigrain.platform.errors import DataError
+
+        out = []
+        with open(path, encoding="utf-8") as f:
+            try:
+                for n, line in enumerate(f, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        data = json.loads(line)
+                    except json.JSONDecodeError as e:
+                        raise DataError(path, n, f"bad JSON: {e.msg} (column {e.colno})") from None
+                    if not isinstance(data, dict):
+                        raise DataError(path, n, "expected a JSON object per line")
+                    try:
+                        inst = self.model.text_to_instance(data)
+                    except (KeyError, ValueError) as e:
+                        raise DataError(path, n, f"cannot make an example: {e}") from None
+                    inst.source = (path, n)
+                    out.append(inst)
+            except UnicodeDecodeError as e:
+                raise DataError(path, None, f"not valid UTF-8 ({e.reason} at byte {e.start})") from None
+        return self.reader.annotate(out)
+
+    def batches(self, instances: list, batch_size: Optional[int] = None):
+        """Length-bucketed batches (the spec's ``eval_batch_size`` unless ``batch_size``)."""
+        from multigrain.platform.batching import BatchIterator
+
+        return BatchIterator(instances, self.model.tensorize, self.model.instance_length,
+                             batch_size=batch_size or self.data_loader.eval_batch_size, shuffle=False,
+                             noise=self.data_loader.bucket_noise)
+
+    def predict_batches(self, instances: list, batch_size: Optional[int] = None) -> Iterator[dict]:
+        """JSON-ready predictions, in input order (computed in length buckets)."""
         import torch
 
         from multigrain.platform.training import move_to
 
+        batches = self.batches(instances, batch_size)
+        by_position: dict[int, dict] = {}
         self.model.eval()
         with torch.no_grad():
-            for start in range(0, len(instances), batch_size):
-                chunk = instances[start:start + batch_size]
+            for positions in batches.batches(0):
+                chunk = [instances[i] for i in positions]
                 out = self.model(**move_to(self.model.tensorize(chunk), self.device))
-                yield from self.model.make_output_human_readable(out, chunk)
-
-
-def load_archive(run_dir: str | Path, weights: str = "best.pt", device: Optional[str] = None) -> Archive:
-    """Rebuild the model of a run and load its weights."""
-    from multigrain.platform.experiment import Experiment
-    from multigrain.platform.training import pick_device
-
-    run_dir = Path(run_dir)
-    spec = read_spec(run_dir)
-    if not (run_dir / weights).exists():
-        raise ConfigurationError(f"{run_dir}: no {weights} (did the training finish an epoch?)")
-    vocab = read_vocabulary(run_dir)
-    exp: Experiment = build(Experiment, spec)
-    model = exp.model.construct(vocab=vocab)
-    dev = pick_device(None) if device is None else __import__("torch").device(device)
-    model.to(dev)
-    load_weights(model, run_dir / weights, dev)
-    model.eval()
-    return Archive(run_dir, spec, model, vocab, exp.validation_dataset_reader, dev)
-
+                by_position.update(zip(positions, self.model.make_output_human_readable(out, chunk)))
+        for i in range(len(instances)):
+            yield by_position[i]

@@ -1,4 +1,5 @@
-"""Specs: Jsonnet evaluation, ``-o`` overrides, whole-spec validation and construction.
+"""Construction: whole-spec validation and building of objects from a resolved spec
+(Jsonnet, overrides and the spec hash are ``specs``' concern).
 
 Objects are built from the type hints of their ``__init__`` (AllenNLP's FromParams idea):
 a parameter annotated with a registry kind takes ``{"type": name, ...}``; scalars, Optional,
@@ -6,18 +7,24 @@ Literal, lists and dicts are checked; ``Lazy[X]`` is validated now and built lat
 arguments it needs (the vocabulary, the model's parameters, an input size) exist.
 
 ``validate(spec, schema)`` walks the same hints without building anything and returns every
-problem with its path, e.g. ``model.encoder.num_heads: expected int, got "8x"``.
+problem as a ``Problem`` (path, message, kind), e.g. ``model.encoder.num_heads: expected int, got "8x"``.
+
+Arguments the code passes (injected) never silently replace a spec value: a spec key whose value
+differs from what the code passes for it is an error naming both; an argument the code passes that
+the component does not take is an error too, unless the code only *offers* it
+(``Lazy.construct(offered={...})``: given when the constructor takes it). ``vocab`` reaches every
+level, ``Lazy`` ones included.
 """
 from __future__ import annotations
 
 import inspect
 import json
+import sys
 import typing
-from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar, Union
 
-from multigrain.platform.errors import ConfigurationError, SpecError, did_you_mean
-from multigrain.platform.registry import Registrable, load_all
+from multigrain.platform.errors import ConfigurationError, Problem, SpecError, did_you_mean
+from multigrain.platform.registry import Registrable, broken_plugins_note, load_all
 
 T = TypeVar("T")
 
@@ -30,37 +37,67 @@ INJECTED = {"vocab"}
 class Lazy(Generic[T]):
     """A validated spec for ``T`` whose construction waits for arguments known later."""
 
-    def __init__(self, annotation: Any, spec: Any, path: str):
+    def __init__(self, annotation: Any, spec: Any, path: str, inherited: dict | None = None):
         self.annotation = annotation
         self.spec = spec
         self.path = path
+        self.inherited = dict(inherited or {})  # injected arguments (``vocab``) of the enclosing build
 
-    def construct(self, **extras) -> T:
-        errors: list[str] = []
-        obj = _convert(self.annotation, self.spec, self.path, errors, extras, build=True)
+    def construct(self, offered: dict | None = None, **extras) -> T:
+        """Build with ``extras`` (each must be taken by the constructor) and ``offered`` (given
+        only where the constructor takes them), plus the injected arguments of the enclosing build."""
+        caller = _caller_name()
+        errors: list[Problem] = []
+        context = _Extras({**self.inherited, **extras}, dict(offered or {}), caller)
+        obj = _convert(self.annotation, self.spec, self.path, errors, context, build=True)
         if errors:
             raise SpecError(errors)
         return obj
+
+    @property
+    def type_name(self) -> str | None:
+        """The registered name the spec picks (``{"type": ...}``), if any."""
+        spec = self.spec
+        return spec if isinstance(spec, str) else spec.get("type") if isinstance(spec, dict) else None
 
     def __repr__(self):
         return f"Lazy({self.path})"
 
 
+class _Extras:
+    """Arguments the code passes during a build: ``given`` must be taken, ``offered`` may be."""
+
+    def __init__(self, given: dict, offered: dict | None = None, by: str = "the platform"):
+        self.given, self.offered, self.by = given, offered or {}, by
+
+    def inherited(self) -> "_Extras":
+        """Only the injected names flow down into nested objects (``vocab`` reaches every level)."""
+        return _Extras({k: v for k, v in self.given.items() if k in INJECTED}, {}, self.by)
+
+
+def _caller_name() -> str:
+    frame = sys._getframe(2)
+    owner = frame.f_locals.get("self")
+    name = frame.f_code.co_name
+    return f"{type(owner).__name__}.{name}" if owner is not None else name
+
+
 # ---------------------------------------------------------------------------- validation and building
-def validate(spec: Any, schema: type, path: str = "") -> list[str]:
+def validate(spec: Any, schema: type, path: str = "") -> list[Problem]:
     """Every problem in ``spec`` against ``schema``'s constructor, nothing built."""
-    errors: list[str] = []
-    _construct_class(schema, spec, path, errors, {}, build=False)
+    errors: list[Problem] = []
+    _construct_class(schema, spec, path, errors, _Extras({}), build=False)
     return errors
 
 
-def build(schema: type, spec: Any, path: str = "", **extras) -> Any:
-    """Validate everything first; then build ``schema`` from ``spec``."""
-    errors = validate(spec, schema, path)
-    if errors:
-        raise SpecError(errors)
+def build(schema: type, spec: Any, path: str = "", validated: bool = False, **extras) -> Any:
+    """Build ``schema`` from ``spec``, validating everything first unless the caller just did."""
+    if not validated:
+        errors = validate(spec, schema, path)
+        if errors:
+            raise SpecError(errors)
     errors = []
-    obj = _construct_class(schema, spec, path, errors, extras, build=True)
+    obj = _construct_class(schema, spec, path, errors, _Extras(extras, {}, _caller_name()), build=True)
     if errors:
         raise SpecError(errors)
     return obj
@@ -90,11 +127,15 @@ def _describe(annotation: Any) -> str:
 
 
 def _got(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False)
+    text = json.dumps(value, ensure_ascii=False, default=repr)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _convert(annotation: Any, value: Any, path: str, errors: list[str], extras: dict, build: bool) -> Any:
+def _expected(path: str, what: str, value: Any, hint: str = "") -> Problem:
+    return Problem(path, f"expected {what}, got {_got(value)}{hint}", "type")
+
+
+def _convert(annotation: Any, value: Any, path: str, errors: list[Problem], extras: _Extras, build: bool) -> Any:
     if annotation is inspect.Parameter.empty or annotation is Any:
         return value
     origin = typing.get_origin(annotation)
@@ -102,11 +143,11 @@ def _convert(annotation: Any, value: Any, path: str, errors: list[str], extras: 
 
     if origin is Lazy or annotation is Lazy:
         inner = args[0] if args else Any
-        lazy_errors: list[str] = []
-        _convert(inner, value, path, lazy_errors, {}, build=False)
+        lazy_errors: list[Problem] = []
+        _convert(inner, value, path, lazy_errors, _Extras({}), build=False)
         # the Lazy's own arguments may arrive at construct() time: not missing yet
         errors.extend(e for e in lazy_errors if not _is_own_missing(e, path))
-        return Lazy(inner, value, path) if build else None
+        return Lazy(inner, value, path, extras.inherited().given) if build else None
 
     if origin is Union or (origin is not None and str(origin) == "<class 'types.UnionType'>"):
         if value is None and type(None) in args:
@@ -114,7 +155,7 @@ def _convert(annotation: Any, value: Any, path: str, errors: list[str], extras: 
         candidates = [a for a in args if a is not type(None)]
         first_errors = None
         for cand in candidates:
-            trial: list[str] = []
+            trial: list[Problem] = []
             result = _convert(cand, value, path, trial, extras, build)
             if not trial:
                 return result
@@ -123,22 +164,21 @@ def _convert(annotation: Any, value: Any, path: str, errors: list[str], extras: 
         if len(candidates) == 1 or _all_structured(candidates):
             errors.extend(first_errors or [])
         else:
-            errors.append(f"{path}: expected {_describe(annotation)}, got {_got(value)}")
+            errors.append(_expected(path, _describe(annotation), value))
         return None
 
     if origin is Literal:
         if value not in args:
-            errors.append(f"{path}: expected {_describe(annotation)}, got {_got(value)}"
-                          f"{did_you_mean(value, args)}")
+            errors.append(_expected(path, _describe(annotation), value, did_you_mean(value, args)))
         return value
 
     if origin in (list, typing.List, tuple) or annotation in (list, tuple):
         if not isinstance(value, list):
-            errors.append(f"{path}: expected a list, got {_got(value)}")
+            errors.append(_expected(path, "a list", value))
             return None
         if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
             if len(args) != len(value):
-                errors.append(f"{path}: expected {len(args)} items, got {len(value)}")
+                errors.append(Problem(path, f"expected {len(args)} items, got {len(value)}", "type"))
                 return None
             items = [_convert(a, v, _join(path, i), errors, extras, build) for i, (a, v) in enumerate(zip(args, value))]
             return tuple(items)
@@ -148,29 +188,29 @@ def _convert(annotation: Any, value: Any, path: str, errors: list[str], extras: 
 
     if origin in (dict, typing.Dict) or annotation is dict:
         if not isinstance(value, dict):
-            errors.append(f"{path}: expected an object, got {_got(value)}")
+            errors.append(_expected(path, "an object", value))
             return None
         val_type = args[1] if len(args) == 2 else Any
         return {k: _convert(val_type, v, _join(path, k), errors, extras, build) for k, v in value.items()}
 
     if annotation is bool:
         if not isinstance(value, bool):
-            errors.append(f"{path}: expected bool, got {_got(value)}")
+            errors.append(_expected(path, "bool", value))
         return value
     if annotation is int:
         if isinstance(value, bool) or not isinstance(value, int):
             if isinstance(value, float) and value.is_integer():
                 return int(value)
-            errors.append(f"{path}: expected int, got {_got(value)}")
+            errors.append(_expected(path, "int", value))
         return value
     if annotation is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            errors.append(f"{path}: expected float, got {_got(value)}")
+            errors.append(_expected(path, "float", value))
             return value
         return float(value)
     if annotation is str:
         if not isinstance(value, str):
-            errors.append(f"{path}: expected str, got {_got(value)}")
+            errors.append(_expected(path, "str", value))
         return value
 
     if isinstance(annotation, type):
@@ -186,27 +226,25 @@ def _all_structured(candidates) -> bool:
     return all(isinstance(c, type) and issubclass(c, Registrable) for c in candidates)
 
 
-_MISSING = "missing required argument"
-
-
-def _is_own_missing(error: str, lazy_path: str) -> bool:
-    where, _, what = error.partition(": ")
-    if what != _MISSING:
+def _is_own_missing(problem: Problem, lazy_path: str) -> bool:
+    """A missing argument of the Lazy object itself (not of something nested in it)."""
+    if problem.kind != "missing":
         return False
     prefix = f"{lazy_path}." if lazy_path else ""
-    rest = where[len(prefix):] if where.startswith(prefix) else None
+    rest = problem.path[len(prefix):] if problem.path.startswith(prefix) else None
     return rest is not None and "." not in rest and "[" not in rest
 
 
-def _construct_registrable(base: type, value: Any, path: str, errors: list, extras: dict, build: bool):
+def _construct_registrable(base: type, value: Any, path: str, errors: list[Problem], extras: _Extras, build: bool):
     if isinstance(value, str):
         value = {"type": value}
     if not isinstance(value, dict):
-        errors.append(f"{path}: expected a {base.kind} object like {{\"type\": ...}}, got {_got(value)}")
+        errors.append(_expected(path, f'a {base.kind} object like {{"type": ...}}', value))
         return None
     params = dict(value)
     name = params.pop("type", None)
     kind_base = _kind_base(base)
+    type_path = _join(path, "type")
     if name is None:
         if base is not kind_base and "registered_name" in base.__dict__:
             cls = base  # a concrete class named directly by the type hint
@@ -214,22 +252,23 @@ def _construct_registrable(base: type, value: Any, path: str, errors: list, extr
             name = kind_base.default_implementation
         else:
             load_all()
-            errors.append(f"{_join(path, 'type')}: missing; choose one of: {_choices(kind_base)}")
+            errors.append(Problem(type_path, f"missing; choose one of: {_choices(kind_base)}", "type"))
             return None
     if name is not None:
         if not isinstance(name, str):
-            errors.append(f"{_join(path, 'type')}: expected str, got {_got(name)}")
+            errors.append(_expected(type_path, "str", name))
             return None
         entries = kind_base.registry()
         if name not in entries:
             load_all()
         if name not in entries:
-            errors.append(f"{_join(path, 'type')}: unknown {kind_base.kind} type {name!r}"
-                          f"{did_you_mean(name, entries)}; valid choices: {_choices(kind_base)}")
+            errors.append(Problem(type_path, f"unknown {kind_base.kind} type {name!r}{did_you_mean(name, entries)}; "
+                                             f"valid choices: {_choices(kind_base)}{broken_plugins_note()}",
+                                  "type"))
             return None
         cls = entries[name].cls
         if not issubclass(cls, base):
-            errors.append(f"{_join(path, 'type')}: {name!r} is a {kind_base.kind} but not a {base.__name__}")
+            errors.append(Problem(type_path, f"{name!r} is a {kind_base.kind} but not a {base.__name__}", "type"))
             return None
     return _construct_class(cls, params, path, errors, extras, build)
 
@@ -294,31 +333,55 @@ def _type_hints(cls: type, init) -> dict[str, Any]:
         raise ConfigurationError(f"cannot read the type hints of {cls.__module__}.{cls.__qualname__}: {e}") from e
 
 
-def _construct_class(cls: type, value: Any, path: str, errors: list, extras: dict, build: bool):
+def _same_value(spec_value: Any, given: Any) -> bool:
+    """Whether a spec value states exactly what the code passes (JSON-like values only)."""
+    if isinstance(given, bool) or isinstance(spec_value, bool):
+        return spec_value is given
+    if isinstance(given, (int, float, str)) or given is None:
+        return type(spec_value) in (int, float, str, type(None)) and spec_value == given
+    if isinstance(given, (list, tuple)):
+        return isinstance(spec_value, list) and len(spec_value) == len(given) and all(
+            _same_value(a, b) for a, b in zip(spec_value, given))
+    return False
+
+
+def _construct_class(cls: type, value: Any, path: str, errors: list[Problem], extras: _Extras, build: bool):
     if value is None:
         value = {}
     if not isinstance(value, dict):
-        errors.append(f"{path or 'spec'}: expected an object for {cls.__name__}, got {_got(value)}")
+        errors.append(Problem(path, f"expected an object for {cls.__name__}, got {_got(value)}", "type"))
         return None
     params, hints, var_kw = constructor_parameters(cls)
     kwargs = {}
     for key in value:
         if key not in params and not var_kw:
             valid = ", ".join(sorted(k for k in params if k not in INJECTED))
-            errors.append(f"{_join(path, key)}: unknown key for {cls.__name__}{did_you_mean(key, params)}; "
-                          f"valid keys: {valid}")
+            errors.append(Problem(_join(path, key), f"unknown key for {cls.__name__}{did_you_mean(key, params)}; "
+                                                    f"valid keys: {valid}", "unknown_key"))
+    given = {k: v for k, v in extras.given.items() if k in params or var_kw}
+    given.update({k: v for k, v in extras.offered.items() if k in params and k not in given})
+    if build:
+        dropped = sorted(k for k in extras.given if k not in given and k not in INJECTED)
+        if dropped:
+            errors.append(Problem(path, f"{cls.__name__} takes no argument {', '.join(map(repr, dropped))}, which "
+                                        f"{extras.by} passes (a bug in that code, not in the spec)", "argument"))
     for name, p in params.items():
         sub = _join(path, name)
-        if name in extras:
-            kwargs[name] = extras[name]
+        if name in given:
+            if name in value and not _same_value(value[name], given[name]):
+                errors.append(Problem(sub, f"the spec sets {_got(value[name])}, but {extras.by} passes "
+                                           f"{name}={_got(given[name])} to {cls.__name__}; remove the key "
+                                           f"(the code's value is the one a model can use)", "injected"))
+            kwargs[name] = given[name]
         elif name in value:
-            kwargs[name] = _convert(hints.get(name, p.annotation), value[name], sub, errors, _inherited(extras), build)
+            kwargs[name] = _convert(hints.get(name, p.annotation), value[name], sub, errors, extras.inherited(), build)
         elif p.default is inspect.Parameter.empty:
             if name in INJECTED:
                 if build:
-                    errors.append(f"{sub}: the platform did not provide {name!r} (a bug, not a spec error)")
+                    errors.append(Problem(sub, f"the platform did not provide {name!r} (a bug, not a spec error)",
+                                          "argument"))
             else:
-                errors.append(f"{sub}: {_MISSING}")
+                errors.append(Problem(sub, "missing required argument", "missing"))
     for key in value:
         if key not in params and var_kw:
             kwargs[key] = value[key]
@@ -329,10 +392,5 @@ def _construct_class(cls: type, value: Any, path: str, errors: list, extras: dic
     except SpecError:
         raise
     except (ValueError, TypeError, ConfigurationError) as e:
-        errors.append(f"{path or 'spec'}: {cls.__name__}: {e}")
+        errors.append(Problem(path, f"{cls.__name__}: {e}", "value"))
         return None
-
-
-def _inherited(extras: dict) -> dict:
-    """Only the injected names flow down into nested objects (``vocab`` reaches every level)."""
-    return {k: v for k, v in extras.items() if k in INJECTED}

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import difflib
+from dataclasses import dataclass
 
 
 class MultigrainError(Exception):
@@ -12,11 +13,29 @@ class ConfigurationError(MultigrainError):
     pass
 
 
-class SpecError(ConfigurationError):
-    """Every problem found in a spec, reported at once."""
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a spec: where (``model.encoder.num_heads``; empty for the whole spec,
+    ``--grid KEY`` or ``override KEY`` for the command line), what, and which kind of problem
+    (``type``, ``value``, ``missing``, ``unknown_key``, ``injected``, ``file``, ``jsonnet``,
+    ``override``, ``argument``) so code can tell problems apart without parsing text."""
 
-    def __init__(self, problems: list[str], source: str | None = None):
-        self.problems = list(problems)
+    path: str
+    message: str
+    kind: str = "value"
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+    def at(self, path: str) -> "Problem":
+        return Problem(path, self.message, self.kind)
+
+
+class SpecError(ConfigurationError):
+    """Every problem found in a spec, reported at once (rendered here and nowhere else)."""
+
+    def __init__(self, problems: "list[Problem | str]", source: str | None = None):
+        self.problems = [p if isinstance(p, Problem) else Problem("", str(p)) for p in problems]
         self.source = source
         head = f"{source}: " if source else ""
         n = len(self.problems)

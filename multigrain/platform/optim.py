@@ -82,8 +82,7 @@ class LinearWarmupDecay(_FactorSchedule):
 
 @Scheduler.register("step")
 class StepDecay(_FactorSchedule):
-    """Multiply the rate by ``gamma`` every ``step_size`` batches (or every epoch when
-    ``step_size`` is omitted and ``steps_per_epoch`` is known)."""
+    """Multiply the rate by ``gamma`` every ``step_size`` batches (default 1000)."""
 
     def __init__(self, optimizer: Any, num_training_steps: int, step_size: int = 1000, gamma: float = 0.5):
         self.step_size = max(1, step_size)

@@ -108,7 +108,12 @@ def unknown_name_message(kind: str, name: str, choices: list[str]) -> str:
 
     hint = did_you_mean(name, choices)
     listed = ", ".join(sorted(choices)) or "(none registered)"
-    return f"unknown {kind} type {name!r}{hint}; valid choices: {listed}"
+    return f"unknown {kind} type {name!r}{hint}; valid choices: {listed}{broken_plugins_note()}"
+
+
+def broken_plugins_note() -> str:
+    """``; plugins that failed to load: ...`` when any did, else empty."""
+    return f"; plugins that failed to load: {'; '.join(BROKEN_PLUGINS)}" if BROKEN_PLUGINS else ""
 
 
 _loaded_builtin = False
@@ -124,20 +129,30 @@ def load_builtin() -> None:
         importlib.import_module(BUILTIN_PACKAGE).import_all()
 
 
+#: plugin entry points that failed to import: "name (module): error"
+BROKEN_PLUGINS: list[str] = []
+
+
 def load_plugins() -> list[str]:
-    """Import every module named by a ``multigrain.plugins`` entry point; returns their names."""
+    """Import every module named by a ``multigrain.plugins`` entry point; returns their names.
+
+    A plugin that fails to import does not hide the others: it is reported in a warning, and a
+    lookup that then misses names it (its components may be the ones asked for)."""
     global _loaded_plugins
     if _loaded_plugins:
         return []
     _loaded_plugins = True
+    import warnings
     from importlib.metadata import entry_points
 
     loaded = []
     for ep in entry_points(group=PLUGIN_GROUP):
         try:
             ep.load()
-        except Exception as e:  # a broken plugin must not hide the others
-            raise ConfigurationError(f"plugin entry point {ep.name!r} ({ep.value}) failed to load: {e}") from e
+        except Exception as e:
+            BROKEN_PLUGINS.append(f"{ep.name} ({ep.value}): {type(e).__name__}: {e}")
+            warnings.warn(f"multigrain plugin entry point {ep.name!r} ({ep.value}) failed to load: {e}")
+            continue
         loaded.append(ep.value)
     return loaded
 
@@ -146,6 +161,7 @@ def reset_plugins() -> None:
     """Allow entry points to be scanned again (after installing a plugin at run time)."""
     global _loaded_plugins
     _loaded_plugins = False
+    BROKEN_PLUGINS.clear()
 
 
 def load_all() -> None:

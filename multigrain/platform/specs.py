@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from multigrain.platform.errors import ConfigurationError, SpecError, did_you_mean
+from multigrain.platform.errors import ConfigurationError, Problem, SpecError, did_you_mean
 
 
 def parse_ext_vars(pairs: list[str]) -> dict[str, str]:
@@ -18,7 +18,7 @@ def parse_ext_vars(pairs: list[str]) -> dict[str, str]:
     out, bad = {}, []
     for p in pairs or []:
         if "=" not in p:
-            bad.append(f"--ext-var {p!r}: expected NAME=VALUE")
+            bad.append(Problem(f"--ext-var {p!r}", "expected NAME=VALUE", "argument"))
             continue
         k, v = p.split("=", 1)
         out[k] = v
@@ -42,13 +42,15 @@ def evaluate_jsonnet(path: str | Path, ext_vars: dict[str, str] | None = None) -
         if "undefined external variable" in msg:
             name = msg.split("undefined external variable:")[-1].split("\n")[0].strip()
             raise SpecError(
-                [f"missing ext var {name!r}: pass it with --ext-var {name}=VALUE ({_first_line(msg)})"],
+                [Problem("", f"missing ext var {name!r}: pass it with --ext-var {name}=VALUE ({_first_line(msg)})",
+                         "jsonnet")],
                 str(path),
             ) from None
-        raise SpecError([f"Jsonnet error: {msg}"], str(path)) from None
+        raise SpecError([Problem("", f"Jsonnet error: {msg}", "jsonnet")], str(path)) from None
     spec = json.loads(text)
     if not isinstance(spec, dict):
-        raise SpecError([f"the spec must evaluate to an object, got {type(spec).__name__}"], str(path))
+        raise SpecError([Problem("", f"the spec must evaluate to an object, got {type(spec).__name__}", "type")],
+                        str(path))
     return spec
 
 
@@ -60,11 +62,11 @@ def _first_line(msg: str) -> str:
 # ---------------------------------------------------------------------------- overrides
 def parse_override(text: str) -> tuple[str, Any]:
     if "=" not in text:
-        raise SpecError([f"override {text!r}: expected KEY.PATH=VALUE"])
+        raise SpecError([Problem(f"override {text!r}", "expected KEY.PATH=VALUE", "override")])
     key, raw = text.split("=", 1)
     key = key.strip()
     if not key:
-        raise SpecError([f"override {text!r}: empty key"])
+        raise SpecError([Problem(f"override {text!r}", "empty key", "override")])
     try:
         value = json.loads(raw)
     except json.JSONDecodeError:
@@ -89,19 +91,20 @@ def apply_overrides(spec: dict, overrides: list[str]) -> dict:
             last = i == len(parts) - 1
             if isinstance(node, list):
                 if not part.isdigit() or int(part) >= len(node):
-                    problems.append(f"override {key}: {'.'.join(walked) or 'spec'} is a list of {len(node)}; "
-                                    f"{part!r} is not an index in it")
+                    problems.append(Problem(f"override {key}", f"{'.'.join(walked) or 'spec'} is a list of "
+                                                               f"{len(node)}; {part!r} is not an index in it", "override"))
                     break
                 idx: Any = int(part)
             elif isinstance(node, dict):
                 if part not in node:
                     where = ".".join(walked) or "the spec"
-                    problems.append(f"override {key}: {where} has no key {part!r}{did_you_mean(part, node)}; "
-                                    f"keys there: {', '.join(sorted(node))}")
+                    problems.append(Problem(f"override {key}", f"{where} has no key {part!r}{did_you_mean(part, node)}; "
+                                                               f"keys there: {', '.join(sorted(node))}", "override"))
                     break
                 idx = part
             else:
-                problems.append(f"override {key}: {'.'.join(walked)} is a {type(node).__name__}, not an object")
+                problems.append(Problem(f"override {key}", f"{'.'.join(walked)} is a {type(node).__name__}, not an "
+                                                           f"object", "override"))
                 break
             walked.append(part)
             if last:

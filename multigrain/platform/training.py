@@ -48,6 +48,29 @@ class TrainerConfig:
         self.cuda_device = cuda_device
         self.moving_average = moving_average
 
+    @property
+    def metric_name(self) -> str:
+        """``validation_metric`` without its direction: ``+f1`` -> ``f1``."""
+        return self.validation_metric[1:]
+
+    @property
+    def metric_sign(self) -> float:
+        """+1.0 when a larger validation metric is better, -1.0 when a smaller one is."""
+        return 1.0 if self.validation_metric[0] == "+" else -1.0
+
+    def finished(self, epochs_completed: int, bad_epochs: int) -> bool:
+        """The one rule for a finished training: every epoch run, or stopped by patience."""
+        return epochs_completed >= self.num_epochs or (self.patience is not None and bad_epochs >= self.patience)
+
+    @property
+    def schedule_depends_on_epochs(self) -> bool:
+        """Whether the learning rate at a step depends on ``num_epochs`` (then a run cannot be
+        extended to more epochs as if it had been planned that long)."""
+        if self.scheduler is None:
+            return False
+        name = self.scheduler.type_name
+        return name is None or getattr(Scheduler.by_name(name), "uses_num_training_steps", True)
+
 
 class MovingAverage:
     """An exponential moving average of a model's floating-point parameters and buffers.
@@ -188,10 +211,10 @@ class Trainer:
         if config.scheduler is not None:
             self.scheduler = config.scheduler.construct(optimizer=self.optimizer,
                                                         num_training_steps=steps_per_epoch * config.num_epochs,
-                                                        steps_per_epoch=steps_per_epoch)
+                                                        offered={"steps_per_epoch": steps_per_epoch})
         self.average = MovingAverage(model, config.moving_average) if config.moving_average else None
-        self.sign = 1.0 if config.validation_metric[0] == "+" else -1.0
-        self.metric_name = config.validation_metric[1:]
+        self.sign = config.metric_sign
+        self.metric_name = config.metric_name
         self.epoch = 0  # epochs completed
         self.best: Optional[float] = None
         self.best_epoch: Optional[int] = None
@@ -199,6 +222,10 @@ class Trainer:
         self.history: list[dict] = []
         self.seconds_before = 0.0  # training seconds of the earlier calls of a resumed run
         self._started = time.time()
+
+    @property
+    def finished(self) -> bool:
+        return self.config.finished(self.epoch, self.bad_epochs)
 
     # checkpoints ----------------------------------------------------------
     def _state(self) -> dict:
@@ -227,11 +254,8 @@ class Trainer:
 
     # loop -----------------------------------------------------------------
     def train(self, stop_after_epoch: Optional[int] = None) -> dict:
-        cfg = self.config
         self._started = time.time()
-        while self.epoch < cfg.num_epochs:
-            if cfg.patience is not None and self.bad_epochs >= cfg.patience:
-                break
+        while not self.finished:
             epoch = self.epoch
             train_metrics = self._train_epoch(epoch)
             record = {"epoch": epoch + 1, **{f"train_{k}": v for k, v in train_metrics.items()}}
@@ -244,8 +268,8 @@ class Trainer:
                     if score is None:
                         raise KeyError(f"trainer.validation_metric: the model reports no metric "
                                        f"{self.metric_name!r}; it reports {', '.join(sorted(val))}")
-                else:
-                    score = -train_metrics.get("loss", 0.0) * self.sign  # no dev set: best = last
+                else:  # no dev set: the best epoch is the one with the lowest training loss
+                    score = -train_metrics.get("loss", 0.0) * self.sign
                 improved = self.best is None or self.sign * score > self.sign * self.best
                 self.epoch = epoch + 1
                 if improved:

@@ -36,7 +36,7 @@ class Tagger(Model):
         self.labels = vocab.tokens("tags")
         self.scheme = scheme or detect_scheme(self.labels)
         self.head = head.construct(input_dim=self.encoder.get_output_dim(), labels=self.labels,
-                                   embedder_dim=embedder.get_output_dim())
+                                   offered={"embedder_dim": embedder.get_output_dim()})
         self.metric = SpanF1(self.scheme)
 
     # data -----------------------------------------------------------------

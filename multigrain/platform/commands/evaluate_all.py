@@ -1,0 +1,50 @@
+"""``multigrain evaluate-all``: archives x data files on a pool of Ray actors, each result
+recorded as a leaderboard row in MLflow."""
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers) -> None:
+    from multigrain.platform.commands.interrupt import with_sigterm
+
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        "evaluate-all", help="evaluate archives on data files with a pool of Ray actors; record leaderboard rows "
+                             "in MLflow")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    p.add_argument("--data", nargs="+", required=True, metavar="PATH", help="data files in the archives' format")
+    p.add_argument("--actors", type=int, help="evaluator actors (default: one per archive, as resources allow)")
+    p.add_argument("--num-cpus", type=float, default=1.0)
+    p.add_argument("--num-gpus", type=float, help="GPUs per actor (default 1 when the cluster has GPUs)")
+    p.add_argument("--batch-size", type=int, help="default: each spec's data_loader.eval_batch_size")
+    p.add_argument("--address")
+    p.add_argument("--tracking-uri")
+    p.add_argument("--no-tracking", action="store_true", help="print only; log nothing to MLflow")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=with_sigterm(cmd_evaluate_all))
+
+
+def cmd_evaluate_all(args) -> int:
+    import json
+
+    import ray
+
+    from multigrain.platform.ray.archives import check_archives
+    from multigrain.platform.ray.cluster import connect
+    from multigrain.platform.ray.evaluate import evaluate_all, print_evaluations, record_evaluations
+
+    check_archives(args.run_dirs, args.data)
+    started = connect(args.address)
+    try:
+        rows = evaluate_all(args.run_dirs, args.data, actors=args.actors, num_cpus=args.num_cpus,
+                            num_gpus=args.num_gpus, batch_size=args.batch_size)
+    finally:
+        if started:
+            ray.shutdown()
+    if not args.no_tracking:
+        record_evaluations(rows, args.tracking_uri)
+    if args.json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False, default=float))
+    else:
+        print_evaluations(rows)
+    return 1 if any("error" in r for r in rows) else 0

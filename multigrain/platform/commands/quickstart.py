@@ -1,0 +1,38 @@
+"""``multigrain quickstart`` (``make run``): train the quickstart spec(s) once per spec hash and
+print their leaderboards."""
+from __future__ import annotations
+
+QUICKSTART_SPECS = ["jsonnet_configs/ner/resume_quickstart.jsonnet"]
+
+
+def register(sub) -> None:
+    p = sub.add_parser("quickstart", help="train the quickstart spec(s) and print the leaderboard (make run)")
+    p.add_argument("specs", nargs="*")
+    p.add_argument("-o", "--override", action="append", default=[])
+    p.add_argument("--tracking-uri")
+    p.set_defaults(func=quickstart)
+
+
+def quickstart(args) -> int:
+    import shutil
+
+    from multigrain.platform.commands.train import print_result
+    from multigrain.platform.runs import Run
+    from multigrain.platform.specs import load_spec
+    from multigrain.platform.tracking import RunLogger, experiment_name, leaderboard, print_leaderboard
+
+    boards = []
+    for path in args.specs or QUICKSTART_SPECS:
+        run = Run(load_spec(path, args.override), source=path)
+        if run.finished_result() is not None:
+            print(f"{path}: already trained in {run.run_dir} (spec hash {run.spec_hash[:12]}); "
+                  f"delete that directory to train again")
+        else:
+            if run.run_dir.exists():
+                shutil.rmtree(run.run_dir)  # an interrupted quickstart starts over
+            print(f"training {path} -> {run.run_dir}", flush=True)
+            print_result(run.train(logger=RunLogger(args.tracking_uri)))
+        boards.append(experiment_name(run.identity))
+    for board in dict.fromkeys(boards):
+        print_leaderboard(board, leaderboard(board, args.tracking_uri))
+    return 0

@@ -1,0 +1,101 @@
+"""``multigrain sweep``: a grid x seeds of a spec as Ray tasks, ranked by grid point."""
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers) -> None:
+    from multigrain.platform.commands.common import add_spec_args
+    from multigrain.platform.commands.interrupt import with_sigterm
+
+    p = subparsers.add_parser("sweep", help="run a grid x seeds of a spec as Ray tasks; rank the grid points",
+                              formatter_class=argparse.RawDescriptionHelpFormatter,
+                              description="Each trial is the spec with one grid point and one seed applied; its "
+                                          "spec hash is its identity and names its run directory.\nExample:\n  "
+                                          "multigrain sweep SPEC --grid 'trainer.optimizer.lr=[1e-3,3e-3]' --seeds 3")
+    add_spec_args(p)
+    p.add_argument("--grid", action="append", default=[], metavar="KEY.PATH=[V1,V2,...]",
+                   help="values of one spec key (a JSON list); repeat for a product grid")
+    p.add_argument("--seeds", type=int, default=1, help="seeds per grid point: the spec's seed, +1, ... (default 1)")
+    p.add_argument("--address", help="Ray cluster address HOST:6379 (default: start Ray in this process)")
+    p.add_argument("--resources", metavar="JSON",
+                   help='Ray options per trial, e.g. \'{"num_cpus":1,"num_gpus":0.5}\' (default: 1 CPU, and 1 GPU '
+                        'when the cluster has GPUs unless trainer.cuda_device is -1)')
+    p.add_argument("--resume", action="store_true",
+                   help="skip trials whose spec hash has a FINISHED run in MLflow; continue the others")
+    p.add_argument("--max-retries", type=int, default=2, help="retries of a trial whose worker dies (default 2)")
+    p.add_argument("--runs-root", default="runs/sweeps", help="trial run dirs: RUNS_ROOT/<spec name>/<hash8>")
+    p.add_argument("--tracking-uri", help="MLflow tracking URI (default sqlite:///mlruns.db)")
+    p.set_defaults(func=with_sigterm(cmd_sweep))
+
+
+def cmd_sweep(args) -> int:
+    import json
+    import sys
+
+    from multigrain.platform.commands.common import load_spec_args, spec_stem
+    from multigrain.platform.ray.cluster import check_reachable
+    from multigrain.platform.ray.sweep import expand_sweep, parse_grid, parse_resources, plan_trials, validate_trials
+    from multigrain.platform.ray.sweep_report import print_summary
+
+    # everything that can be wrong is found before Ray starts or anything is scheduled
+    grid = parse_grid(args.grid)
+    requested = parse_resources(args.resources)
+    if args.address not in (None, "", "local", "auto") and not args.address.startswith(("http://", "https://")):
+        check_reachable(args.address)
+    spec = load_spec_args(args)
+    trials = expand_sweep(spec, grid, args.seeds, spec_stem(args.spec), args.runs_root)
+    validate_trials(trials, args.spec)
+    plan_trials(trials, resume=args.resume, uri=args.tracking_uri)
+    todo = [t for t in trials if t.state == "PENDING"]
+    from rich.console import Console
+
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    skipped = len(trials) - len(todo)
+    print(f"sweep {args.spec}: {len(trials)} trials ({len(trials) // args.seeds} grid points x {args.seeds} "
+          f"seed{'s' if args.seeds > 1 else ''}){f', {skipped} already finished' if skipped else ''}", flush=True)
+    if todo:
+        import ray
+
+        from multigrain.platform.ray.cluster import cluster_resources, connect
+        from multigrain.platform.ray.sweep import check_placement, trial_resources
+
+        started = connect(args.address)
+        try:
+            cluster = cluster_resources()
+            options = trial_resources(requested, spec, cluster)
+            for warning in check_placement(options, todo, cluster, local=args.address in (None, "", "local")):
+                print(f"warning: {warning}", file=sys.stderr)
+            print(f"each trial: {json.dumps(options)}; cluster: {json.dumps(cluster)}", flush=True)
+            _run_with_display(todo, trials, options, args, console)
+        finally:
+            if started:
+                ray.shutdown()
+    print_summary(trials, console)
+    failed = [t for t in trials if t.state == "FAILED" or t.error]
+    return 1 if failed else 0
+
+
+def _run_with_display(todo, trials, options, args, console) -> None:
+    """Run the sweep with a live table of trials, or one line per finished trial when quiet."""
+    from multigrain.platform.progress import quiet
+    from multigrain.platform.ray.sweep import run_sweep
+    from multigrain.platform.ray.sweep_report import trials_table
+
+    kwargs = dict(max_retries=args.max_retries, uri=args.tracking_uri, include_packages=tuple(args.include_package))
+    if quiet():
+        reported = set()
+
+        def report(ts):
+            for t in ts:
+                if t.state in ("FINISHED", "FAILED", "STOPPED") and t.index not in reported:
+                    reported.add(t.index)
+                    print(f"[{t.index}] {t.label}: {t.state}" + (f" ({t.error})" if t.error else ""), flush=True)
+
+        run_sweep(todo, options, on_update=report, **kwargs)
+        return
+    from rich.live import Live
+
+    with Live(trials_table(trials), refresh_per_second=4, console=console) as live:
+        run_sweep(todo, options, on_update=lambda _: live.update(trials_table(trials)), **kwargs)
+        live.update(trials_table(trials))

@@ -1,0 +1,30 @@
+"""The check shared by serving and evaluation: every run directory is an archive, every data
+file exists, and each archive gets a unique URL-safe name - before Ray starts."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from multigrain.platform.errors import ConfigurationError
+
+
+def check_archives(run_dirs: list[str], data_paths: tuple = ()) -> dict[str, str]:
+    """Name -> run dir for every archive (names unique and URL-safe); every missing archive or
+    data file in one error, before Ray starts."""
+    problems, names = [], {}
+    for rd in run_dirs:
+        path = Path(rd)
+        if not (path / "config.json").exists():
+            problems.append(f"{rd}: not a multigrain run directory (no config.json)")
+        elif not (path / "best.pt").exists():
+            problems.append(f"{rd}: no best.pt (did its training finish an epoch?)")
+        base = re.sub(r"[^A-Za-z0-9_.-]+", "-", path.resolve().name) or "model"
+        name, n = base, 2
+        while name in names:
+            name, n = f"{base}-{n}", n + 1
+        names[name] = str(path.resolve())
+    problems += [f"--data {p}: file not found" for p in data_paths if not Path(p).is_file()]
+    if problems:
+        raise ConfigurationError("\n".join(problems))
+    return names
+

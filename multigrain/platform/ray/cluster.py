@@ -1,0 +1,117 @@
+"""Attaching a process to Ray (a local Ray or a running cluster), the cluster's resources, the
+runtime env of cluster jobs, and errors raised on workers as the driver sees them."""
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import Optional
+
+from multigrain.platform.errors import ConfigurationError, MultigrainError
+
+
+class RemoteError(MultigrainError):
+    """A user-facing error raised on a worker, re-raised as a plain message: ``DataError`` and
+    ``SpecError`` take constructor arguments that pickle cannot rebuild on the driver."""
+
+
+def error_text(exc: BaseException) -> str:
+    """One line for a failed Ray task or actor call: the worker's own message when it raised a
+    ``MultigrainError`` (``RemoteError``), else the cause's type and message, else the last line
+    of Ray's text."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, MultigrainError):
+        return str(cause)
+    if isinstance(cause, BaseException):
+        return f"{type(cause).__name__.rsplit('.', 1)[-1]}: {cause}".strip()
+    lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else type(exc).__name__
+
+
+# ---------------------------------------------------------------------------- connecting
+def check_reachable(address: str, timeout: float = 3.0) -> None:
+    """A TCP connect to ``host:port`` (or ``ray://host:port``): one clear error instead of Ray's
+    long retry loop when nothing listens there."""
+    target = address.split("://", 1)[-1].rstrip("/")
+    host, sep, port = target.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ConfigurationError(f"--address {address!r}: expected HOST:PORT (the head's GCS port, 6379 by "
+                                 f"default), ray://HOST:10001, 'auto' or 'local'")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+    except OSError as e:
+        raise ConfigurationError(f"--address {address}: cannot reach a Ray cluster there ({e.strerror or e}); "
+                                 f"is the head running (ray start --head --port={port})?") from None
+
+
+def patient_serve_defaults() -> None:
+    """Before a local ``ray.init`` (its workers inherit the environment): give a Serve proxy 60 s,
+    not 5, to report ready. On a loaded laptop or CI box the proxy's start-up takes longer than 5 s,
+    the controller kills it, and ``serve.start`` fails with ActorDiedError. A value the user set
+    stays."""
+    os.environ.setdefault("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "60")
+
+
+def connect(address: Optional[str] = None, **local_kwargs) -> bool:
+    """Attach this process to Ray. ``None``/``"local"`` starts Ray in-process; anything else
+    joins a running cluster. Returns whether this call initialised Ray (then the caller shuts
+    it down); an already-initialised Ray is reused as is."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    if address in (None, "", "local"):
+        local_kwargs.setdefault("include_dashboard", False)
+        local_kwargs.setdefault("log_to_driver", False)
+        patient_serve_defaults()
+        ray.init(address="local", **local_kwargs)
+        return True
+    if address.startswith(("http://", "https://")):
+        raise ConfigurationError(f"--address {address}: that is a dashboard / Jobs API address (used by "
+                                 f"`multigrain submit`); this command needs the cluster address HOST:6379")
+    if address != "auto":
+        check_reachable(address)
+    try:
+        ray.init(address=address, log_to_driver=False)
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        raise ConfigurationError(f"--address {address}: cannot connect to Ray: {e}") from None
+    return True
+
+
+def cluster_resources() -> dict[str, float]:
+    import ray
+
+    return dict(ray.cluster_resources())
+
+
+def gpus_per_actor(requested: Optional[float]) -> float:
+    """GPUs of a serving replica or evaluator actor: the requested number, else 1 when the
+    cluster has a GPU, else 0."""
+    if requested is not None:
+        return requested
+    return 1.0 if cluster_resources().get("GPU", 0) >= 1 else 0.0
+
+
+# ---------------------------------------------------------------------------- runtime env
+def load_runtime_env(path: Optional[str], working_dir: Optional[str] = None) -> Optional[dict]:
+    """A runtime env YAML (``ray_cluster/runtime_env.yaml``); a relative ``working_dir`` is
+    taken relative to the current directory, as Ray does."""
+    env: dict = {}
+    if path:
+        import yaml
+
+        p = Path(path)
+        if not p.exists():
+            raise ConfigurationError(f"--runtime-env {path}: file not found")
+        env = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        if not isinstance(env, dict):
+            raise ConfigurationError(f"--runtime-env {path}: expected a mapping of runtime env fields")
+    if working_dir:
+        env["working_dir"] = working_dir
+    if env.get("working_dir") and not str(env["working_dir"]).startswith(("s3://", "gs://", "https://")):
+        wd = Path(env["working_dir"])
+        if not wd.is_dir():
+            raise ConfigurationError(f"runtime env working_dir {wd}: not a directory")
+        env["working_dir"] = str(wd.resolve())
+    return env or None

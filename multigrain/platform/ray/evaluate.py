@@ -1,0 +1,129 @@
+"""Evaluating archives on data files with a pool of Ray actors; the driver logs each result
+as a leaderboard row in MLflow (workers never write the store: see the package docstring).
+
+Faults. Evaluator actors are created with ``max_restarts``/``max_task_retries``: one that dies
+is restarted, reloads its archives on demand, and the call it was running is retried.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Optional
+
+from multigrain.platform.errors import MultigrainError
+from multigrain.platform.ray.archives import check_archives
+from multigrain.platform.ray.cluster import RemoteError, cluster_resources, error_text, gpus_per_actor
+
+
+class ArchiveEvaluator:
+    """An actor that keeps archives loaded and evaluates them on data files."""
+
+    def __init__(self):
+        self.runs: dict[str, Any] = {}  # run dir -> (Run, Archive)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def evaluate(self, run_dir: str, data_path: str, batch_size: Optional[int] = None) -> dict:
+        """Metrics of ``run_dir``'s best weights on ``data_path``; batches of the spec's
+        ``eval_batch_size`` unless ``batch_size``."""
+        from multigrain.platform.runs import Run
+
+        os.environ["MULTIGRAIN_QUIET"] = "1"
+        try:
+            if run_dir not in self.runs:
+                run = Run.open(run_dir)
+                self.runs[run_dir] = (run, run.load_archive())
+            run, archive = self.runs[run_dir]
+            metrics, examples = run.evaluate(data_path, batch_size, archive=archive)
+        except MultigrainError as e:
+            raise RemoteError(str(e)) from None
+        return {"run_dir": run_dir, "data": data_path, "examples": examples, "metrics": metrics,
+                "leaderboard_metric": getattr(archive.model, "leaderboard_metric", None), "pid": os.getpid()}
+
+
+def evaluator_pool(n: int, num_cpus: float = 1.0, num_gpus: float = 0.0, max_restarts: int = 2) -> list:
+    """``n`` evaluator actors; one that dies is restarted (archives reloaded on demand) and the
+    call it was running is retried."""
+    import ray
+
+    cls = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus, max_restarts=max_restarts,
+                     max_task_retries=max_restarts)(ArchiveEvaluator)
+    return [cls.remote() for _ in range(n)]
+
+
+def evaluate_all(run_dirs: list[str], data_paths: list[str], actors: Optional[int] = None, num_cpus: float = 1.0,
+                 num_gpus: Optional[float] = None, max_restarts: int = 2, batch_size: Optional[int] = None) -> list[dict]:
+    """Every archive on every data file, over a pool of evaluator actors (each archive always
+    goes to the same actor, which loads it once). Rows with an ``error`` failed."""
+    import ray
+    from ray.exceptions import RayError
+
+    named = check_archives(run_dirs, data_paths)
+    gpus = gpus_per_actor(num_gpus)
+    cluster = cluster_resources()
+    limit = [len(named), max(1, int(cluster.get("CPU", 1) // max(num_cpus, 1e-9)))]
+    if gpus > 0:
+        limit.append(max(1, int(cluster.get("GPU", 0) // gpus)))
+    pool = evaluator_pool(max(1, min(actors or len(named), *limit)), num_cpus, gpus, max_restarts)
+    n = len(pool)
+    jobs = {}
+    for i, run_dir in enumerate(named.values()):
+        for data in data_paths:
+            ref = pool[i % n].evaluate.remote(run_dir, str(Path(data).resolve()), batch_size)
+            jobs[ref] = (run_dir, data)
+    rows = []
+    try:
+        for ref, (run_dir, data) in jobs.items():
+            try:
+                row = ray.get(ref)
+                row["data"] = data
+            except RayError as e:
+                row = {"run_dir": run_dir, "data": data, "error": error_text(e)}
+            rows.append(row)
+    finally:
+        for actor in pool:
+            ray.kill(actor)
+    return rows
+
+
+def record_evaluations(rows: list[dict], uri: Optional[str] = None) -> None:
+    """Log each successful row as a leaderboard run (``leaderboard=true``, ``evaluated_on``);
+    metrics as ``test_<name>`` so ``multigrain leaderboard`` ranks them."""
+    from multigrain.platform.runs import Run
+    from multigrain.platform.tracking import RunLogger
+
+    for row in rows:
+        if "error" in row:
+            continue
+        run = Run.open(row["run_dir"])
+        ident, digest = run.identity, run.spec_hash
+        logger = RunLogger(uri)
+        run_id = logger.start(run.spec, ident, digest, row["run_dir"], leaderboard=True)
+        logger.client.set_tag(run_id, "evaluated_on", row["data"])
+        logger.client.set_tag(run_id, "mlflow.runName", f"eval-{ident['model']}-{digest[:8]}-{Path(row['data']).name}")
+        logger.finish({"test": row["metrics"], "leaderboard_metric": row.get("leaderboard_metric")}, row["run_dir"])
+        row["run_id"] = run_id
+
+
+def print_evaluations(rows: list[dict], console=None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console(width=160)
+    keys = sorted({k for r in rows for k in r.get("metrics", {})})
+    table = Table(title="evaluate-all")
+    for col in ("run dir", "data", "examples", *keys):
+        table.add_column(col, justify="left" if col in ("run dir", "data") else "right")
+    for r in rows:
+        if "error" in r:
+            table.add_row(Path(r["run_dir"]).name, r["data"], "error", *["-" for _ in keys])
+            continue
+        m = r["metrics"]
+        table.add_row(Path(r["run_dir"]).name, r["data"], str(r["examples"]),
+                      *[f"{m[k]:.4f}" if k in m else "-" for k in keys])
+    console.print(table)
+    for r in rows:
+        if "error" in r:
+            console.print(f"{r['run_dir']} on {r['data']}: {r['error']}", markup=False, highlight=False)
+

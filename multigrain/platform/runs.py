@@ -1,0 +1,311 @@
+"""A training run: one resolved spec, its run directory and its MLflow run.
+
+``Run`` is made once from a resolved spec - validated once, hashed once, its ``Experiment``
+built once - and is what ``multigrain train``, ``evaluate`` and ``predict``, the benchmark
+scripts, Ray trials and ``evaluate-all`` go through. It owns
+
+- the run's identity: the spec hash (plus the task/dataset/model/encoder names tracking uses);
+- its directory (``runs/<spec>-<hash8>`` by default), which is also the model archive;
+- the decision what to do with that directory: a fresh run, resuming from ``last.pt``
+  (bit-identically), extending a finished run to more epochs when nothing else changed and the
+  schedule does not depend on the epoch count, or reusing a finished result;
+- training through the ``Trainer`` (whose config holds the one "finished" rule), logged live to
+  MLflow through a ``RunLogger``; and evaluation of the trained archive.
+
+Nothing outside this module and ``training`` reads trainer keys from a spec dict.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+from multigrain.platform import archive as files
+from multigrain.platform.config import build
+from multigrain.platform.errors import ConfigurationError
+from multigrain.platform.experiment import (Experiment, batches_for, build_vocabulary, eval_batches, identity,
+                                            read_all, validate_spec)
+from multigrain.platform.specs import spec_hash
+from multigrain.platform.training import TrainerConfig
+
+EpochCallback = Callable[[int, dict], None]
+
+
+def default_run_dir(spec_path: Optional[str], digest: str, root: str | Path = "runs") -> Path:
+    """``runs/<spec file stem>-<hash8>``: the spec's name and identity."""
+    stem = Path(spec_path).name.split(".")[0] if spec_path else "run"
+    return Path(root) / f"{stem}-{digest[:8]}"
+
+
+def trainer_settings(spec: dict) -> TrainerConfig:
+    """The typed ``trainer`` section of a resolved spec (cheap: builds no model, reads no data);
+    for code that plans runs (sweeps, jobs) without making them."""
+    return build(TrainerConfig, spec.get("trainer"), "trainer")
+
+
+class Run:
+    """One resolved spec trained into one run directory."""
+
+    def __init__(self, spec: dict, run_dir: str | Path | None = None, source: Optional[str] = None,
+                 check_data_paths: bool = True):
+        validate_spec(spec, source, check_data_paths)
+        self.spec = spec
+        self.source = source
+        self.spec_hash = spec_hash(spec)
+        self.identity = identity(spec)
+        self.experiment: Experiment = build(Experiment, spec, validated=True)
+        self.run_dir = Path(run_dir) if run_dir is not None else default_run_dir(source, self.spec_hash)
+
+    @classmethod
+    def open(cls, run_dir: str | Path) -> "Run":
+        """The run of an existing run directory (its data paths need not exist here)."""
+        run_dir = Path(run_dir)
+        return cls(files.read_spec(run_dir), run_dir, str(run_dir / "config.json"), check_data_paths=False)
+
+    @property
+    def trainer(self) -> TrainerConfig:
+        return self.experiment.trainer
+
+    # the directory ----------------------------------------------------------
+    def finished_result(self) -> Optional[dict]:
+        """``metrics.json`` of a finished run of this spec in the directory, else None; a finished
+        run of another spec there is an error (never overwritten)."""
+        path = self.run_dir / "metrics.json"
+        if not path.exists():
+            return None
+        done = json.loads(path.read_text(encoding="utf-8"))
+        if not done.get("finished"):
+            return None
+        if done.get("spec_hash") != self.spec_hash:
+            raise ConfigurationError(f"{self.run_dir}: holds a finished run of another spec (hash "
+                                     f"{str(done.get('spec_hash'))[:12]}, not {self.spec_hash[:12]}); "
+                                     f"choose another run directory")
+        return done
+
+    def has_checkpoint(self) -> bool:
+        return (self.run_dir / "last.pt").exists()
+
+    def is_empty(self) -> bool:
+        return not (self.run_dir.exists() and any(self.run_dir.iterdir()))
+
+    def saved_spec_hash(self) -> Optional[str]:
+        return spec_hash(files.read_spec(self.run_dir)) if (self.run_dir / "config.json").exists() else None
+
+    def extension_refused(self, saved: dict) -> Optional[str]:
+        """Why the run of ``saved`` cannot be continued as this spec (None when it can): only a
+        larger ``trainer.num_epochs`` may differ, and the learning-rate schedule must not depend on
+        it (then the continued run is the run the longer spec would have made)."""
+        same_otherwise = json.loads(json.dumps(saved))
+        same_otherwise.setdefault("trainer", {})["num_epochs"] = self.spec.get("trainer", {}).get("num_epochs")
+        if spec_hash(same_otherwise) != self.spec_hash:
+            return ""
+        old, new = trainer_settings(saved).num_epochs, self.trainer.num_epochs
+        if new <= old:
+            return f" (only trainer.num_epochs differs: {old} in the run, {new} given; a run can be extended, not cut)"
+        if self.trainer.schedule_depends_on_epochs:
+            return (f" (only trainer.num_epochs differs, but the {self.trainer.scheduler.type_name!r} schedule "
+                    f"depends on it, so {new} epochs from this run would not be a {new}-epoch run)")
+        return None
+
+    def shorter_sibling(self) -> Optional[Path]:
+        """The run directory beside this one that this spec extends (same spec with fewer epochs,
+        see ``extension_refused``, and a ``last.pt``) with the most epochs, or None."""
+        parent = self.run_dir.parent
+        if not parent.is_dir():
+            return None
+        best, best_epochs = None, -1
+        for run in sorted(parent.iterdir()):
+            if run.name.endswith(".copying") or not (run / "config.json").is_file() or not (run / "last.pt").is_file():
+                continue
+            saved = files.read_spec(run)
+            if self.extension_refused(saved) is None and trainer_settings(saved).num_epochs > best_epochs:
+                best, best_epochs = run, trainer_settings(saved).num_epochs
+        return best
+
+    def _check_directory(self, resume: bool) -> bool:
+        """Refuse what must not be trained; returns whether this resume extends a shorter run."""
+        if not resume:
+            if not self.is_empty():
+                raise ConfigurationError(f"{self.run_dir}: the run directory exists and is not empty; "
+                                         f"pass --resume to continue it or choose another -s")
+            return False
+        saved_hash = spec_hash(files.read_spec(self.run_dir))
+        extended = saved_hash != self.spec_hash
+        if extended:
+            why_not = self.extension_refused(files.read_spec(self.run_dir))
+            if why_not is not None:
+                raise ConfigurationError(f"{self.run_dir}: --resume with a different spec (hash {saved_hash[:12]} "
+                                         f"in the run, {self.spec_hash[:12]} given); resume with the run's own "
+                                         f"spec{why_not}")
+        if not self.has_checkpoint():
+            raise ConfigurationError(f"{self.run_dir}: nothing to resume (no last.pt)")
+        return extended
+
+    # training ---------------------------------------------------------------
+    def train(self, resume: bool = False, stop_after_epoch: Optional[int] = None, logger=None,
+              on_epoch: Optional[EpochCallback] = None) -> dict:
+        """Train (or continue) into the run directory; returns the summary also written to
+        ``metrics.json``. With a ``tracking.RunLogger`` the run is logged live to MLflow: its
+        MLflow run starts with the first finished epoch and ends FINISHED, KILLED (stopped early,
+        resumable) or FAILED."""
+        from multigrain.platform.tracking import git_commit
+
+        extended = self._check_directory(resume)
+        commit = git_commit()  # at the start: the checkout may move on during a long training
+        live = _LiveLog(self, logger, on_epoch)
+        try:
+            result = self._train(resume, extended, stop_after_epoch, live.epoch, commit)
+        except BaseException:
+            live.fail()
+            raise
+        live.end(result)
+        return result
+
+    def _train(self, resume: bool, extended: bool, stop_after_epoch: Optional[int], on_epoch: EpochCallback,
+               commit: str) -> dict:
+        from multigrain.platform.training import Trainer, describe_device, evaluate, seed_everything, write_json
+
+        exp, run_dir = self.experiment, self.run_dir
+        seed_everything(exp.seed)
+        started = time.time()
+        train = read_all(exp.dataset_reader, exp.train_data_path)
+        dev = read_all(exp.validation_dataset_reader, exp.validation_data_path)
+        test = read_all(exp.test_dataset_reader, exp.test_data_path) if exp.evaluate_on_test else []
+        if not train:
+            raise ConfigurationError(f"train_data_path: {exp.train_data_path} has no examples")
+        if resume:
+            vocab = files.read_vocabulary(run_dir)
+        else:
+            vocab = build_vocabulary(exp, exp.model_class(), train, [dev, test])
+        model = exp.model.construct(vocab=vocab)
+
+        run_dir.mkdir(parents=True, exist_ok=True)
+        if not resume:
+            files.write_run_files(run_dir, self.spec, vocab)
+        elif extended:  # the run is now the longer spec's; its vocabulary stays
+            files.write_run_spec(run_dir, self.spec)
+        trainer = Trainer(exp.trainer, model, batches_for(model, train, exp.data_loader, exp.seed, True),
+                          eval_batches(model, dev, exp.data_loader) if dev else None, run_dir, on_epoch=on_epoch)
+        if resume:
+            trainer.restore(run_dir / "last.pt")
+        summary = trainer.train(stop_after_epoch=stop_after_epoch)
+
+        result = {"spec_hash": self.spec_hash, "run_dir": str(run_dir), **self.identity,
+                  "leaderboard_metric": model.leaderboard_metric, "finished": trainer.finished, **summary}
+        if trainer.finished:
+            files.load_weights(model, run_dir / "best.pt", trainer.device)
+            if dev:
+                result["validation"] = evaluate(model, trainer.validation, trainer.device, "dev (best)")
+            if test:
+                result["test"] = evaluate(model, eval_batches(model, test, exp.data_loader), trainer.device,
+                                          "test (best)")
+            report = getattr(model, "report", None)
+            if callable(report) and test:
+                result["test_report"] = report()
+        result["seconds"] = time.time() - started + trainer.seconds_before
+        result["device"] = describe_device(trainer.device)
+        result["git_commit"] = commit  # `multigrain log` tags the MLflow run with it
+        write_json(run_dir / "metrics.json", result)
+        return result
+
+    def train_or_reuse(self, logger=None, on_epoch: Optional[EpochCallback] = None,
+                       extend_siblings: bool = True) -> dict:
+        """The result of a finished run in the directory, else train there: resume from its
+        ``last.pt`` when an earlier attempt was interrupted, start over when it left no checkpoint.
+        With ``extend_siblings`` a new directory starts from a copy of the longest sibling run that
+        this spec extends (see ``shorter_sibling``), so asking for more epochs trains only the
+        missing ones; the sibling is kept."""
+        done = self.finished_result()
+        if done is not None:
+            return done
+        saved = self.saved_spec_hash()
+        if saved is not None and saved != self.spec_hash and self.extension_refused(
+                files.read_spec(self.run_dir)) is not None:
+            raise ConfigurationError(f"{self.run_dir}: holds a run of another spec (hash {saved[:12]}); "
+                                     f"not overwriting it")
+        if not self.has_checkpoint() and not self.is_empty():
+            shutil.rmtree(self.run_dir)  # an attempt that finished no epoch: start over
+        if self.is_empty() and extend_siblings:
+            self._copy_sibling()
+        return self.train(resume=self.has_checkpoint(), logger=logger, on_epoch=on_epoch)
+
+    def _copy_sibling(self) -> None:
+        earlier = self.shorter_sibling()
+        if earlier is None:
+            return
+        print(f"{self.run_dir}: continuing {earlier} (the same spec with fewer epochs)", flush=True)
+        tmp = self.run_dir.with_name(self.run_dir.name + ".copying")
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(earlier, tmp, ignore=shutil.ignore_patterns("metrics.json"))
+        if self.run_dir.exists():
+            self.run_dir.rmdir()
+        tmp.rename(self.run_dir)
+
+    # the archive -------------------------------------------------------------
+    def load_archive(self, weights: str = "best.pt", device: Optional[str] = None) -> files.Archive:
+        """The run's model with ``weights`` loaded, on ``device`` (default: the trainer's)."""
+        import torch
+
+        from multigrain.platform.training import pick_device
+
+        if not (self.run_dir / weights).exists():
+            raise ConfigurationError(f"{self.run_dir}: no {weights} (did the training finish an epoch?)")
+        vocab = files.read_vocabulary(self.run_dir)
+        model = self.experiment.model.construct(vocab=vocab)
+        dev = pick_device(self.trainer.cuda_device) if device is None else torch.device(device)
+        model.to(dev)
+        files.load_weights(model, self.run_dir / weights, dev)
+        model.eval()
+        return files.Archive(self.run_dir, self.spec, model, vocab, self.experiment.validation_dataset_reader, dev,
+                             self.experiment.data_loader)
+
+    def evaluate(self, data_path: str, batch_size: Optional[int] = None, device: Optional[str] = None,
+                 archive: Optional[files.Archive] = None) -> tuple[dict, int]:
+        """(metrics of the best weights on ``data_path``, number of examples scored)."""
+        from multigrain.platform.training import evaluate
+
+        archive = archive or self.load_archive(device=device)
+        instances = archive.read(data_path)
+        metrics = evaluate(archive.model, archive.batches(instances, batch_size), archive.device,
+                           desc=f"evaluate {data_path}")
+        return metrics, len(instances)
+
+
+class _LiveLog:
+    """Live MLflow logging of one ``Run.train`` call: the MLflow run starts at the first epoch
+    (a spec or data error leaves none behind) and ends with the training."""
+
+    def __init__(self, run: Run, logger, on_epoch: Optional[EpochCallback]):
+        self.run, self.logger, self.on_epoch, self.started = run, logger, on_epoch, False
+
+    def _start(self) -> None:
+        if self.logger is not None and not self.started:
+            self.logger.start(self.run.spec, self.run.identity, self.run.spec_hash, str(self.run.run_dir))
+            self.started = True
+
+    def epoch(self, epoch: int, record: dict) -> None:
+        if self.logger is not None:
+            self._start()
+            self.logger.log_epoch(epoch, record)
+        if self.on_epoch is not None:
+            self.on_epoch(epoch, record)
+
+    def fail(self) -> None:
+        if self.logger is not None and self.started:
+            self.logger.fail()
+
+    def end(self, result: dict) -> None:
+        if self.logger is None:
+            return
+        self._start()
+        if result.get("finished"):
+            self.logger.finish(result, str(self.run.run_dir))
+        else:
+            self.logger.client.set_terminated(self.logger.run_id, "KILLED")
+
+
+def train_experiment(spec: dict, run_dir, resume: bool = False, stop_after_epoch=None, on_epoch=None,
+                     source=None) -> dict:  # TEMPORARY: tests move to Run after the branches merge
+    return Run(spec, run_dir, source).train(resume=resume, stop_after_epoch=stop_after_epoch, on_epoch=on_epoch)

@@ -1,0 +1,106 @@
+"""The package's shape: modules under 400 lines, no import cycles (function-level imports
+counted), ``platform/`` domain-free (it imports nothing from ``components/``)."""
+import ast
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+PACKAGE = ROOT / "multigrain"
+MAX_LINES = 400
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """Module -> the package modules it imports anywhere in its body (``from a import b`` counts as
+    ``a.b`` when that is a module, else ``a``)."""
+    paths = {module_name(p, package.parent): p for p in package.rglob("*.py")}
+
+    def known(name: str) -> str:
+        while name and name not in paths:
+            name = name.rpartition(".")[0]
+        return name
+
+    graph = {}
+    for name, path in paths.items():
+        deps = set()
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                deps.update(known(a.name) for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parent = name.split(".") if is_package else name.split(".")[:-1]
+                    parent = parent[:len(parent) - node.level + 1]
+                    base = ".".join(parent + ([base] if base else []))
+                for alias in node.names:
+                    full = f"{base}.{alias.name}"
+                    deps.add(full if full in paths else known(base))
+        deps.discard(name)
+        deps.discard("")
+        graph[name] = deps
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle(tmp_path):
+    pkg = tmp_path / "multigrain"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from multigrain.sub import b\n")
+    (pkg / "sub" / "b.py").write_text("def f():\n    from ..a import x\n")
+    (pkg / "c.py").write_text("import multigrain.a\n")
+    graph = import_graph(pkg)
+    assert graph["multigrain.c"] == {"multigrain.a"}
+    assert cycles(graph) == [["multigrain.a", "multigrain.sub.b"]]
+
+
+def test_no_import_cycles():
+    assert cycles(import_graph()) == []
+
+
+def test_platform_imports_nothing_from_components():
+    wrong = sorted(f"{a} -> {b}" for a, deps in import_graph().items() if a.startswith("multigrain.platform")
+                   for b in deps if b.startswith("multigrain.components"))
+    assert wrong == []
+
+
+def test_no_module_over_400_lines():
+    long = {str(p.relative_to(ROOT)): n for p in PACKAGE.rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert long == {}

@@ -1,0 +1,94 @@
+"""Every shipped spec's hash, as it was before the platform was restructured: a refactoring must
+not change a run's identity (MLflow tags, run directories, caches all key on it)."""
+import pytest
+
+from multigrain.platform.specs import load_spec, spec_hash
+from tests.conftest import ROOT
+
+#: spec (under jsonnet_configs/) -> (sha256 of its canonical JSON, the --ext-vars it needs)
+SHIPPED = {
+    "cls/chnsenticorp_backbone.jsonnet": ("9ac66e2db62840ec78bdbb30e66e88b03f07ee07a7aebb2986a4db7fd9d6a2de", {}),
+    "cls/chnsenticorp_big.jsonnet": ("e5c535abe030480c011a6a91730267e2c3b74ce9ed05ca44992262dd9b323759", {}),
+    "cls/chnsenticorp_big_m3e_vec.jsonnet": ("2e7c24fc6b41ca90c6810d505e478562d7d6e38c8b313c4b2d7020f7cad25d12", {"vectors": "runs/vectors"}),
+    "cls/chnsenticorp_big_vec.jsonnet": ("c8e4571b693f64c8ccc00cdadd501ff4d714060a187b460e0a398befea9b0488", {"vectors": "runs/vectors"}),
+    "cls/chnsenticorp_hrmf.jsonnet": ("244395bea1d31984c1aad9786d9973b30b877d82a76c1d7dfb4cd81ad98ffcf3", {}),
+    "cls/chnsenticorp_m3e_backbone.jsonnet": ("9652f3005597a74a007a57944f28083b7499537055c6d8ae01da5f17b77813e3", {}),
+    "cls/chnsenticorp_m3e_big.jsonnet": ("6572004c645577623b50d3dd03e091b3bc1413de65ae3586cd2930952fb3568a", {}),
+    "cls/chnsenticorp_m3e_hrmf.jsonnet": ("958a3e11e7142f258567fcff6e1a76f05f89b8ba5e8128b18bd0113b9f1cff84", {}),
+    "cls/chnsenticorp_m3e_mwa.jsonnet": ("0bc5770679c77232032a463c9795d8975f4f28cd2e966e34fe95b600ce0aece5", {}),
+    "cls/chnsenticorp_mwa.jsonnet": ("4f781f0f03866e773d3dc37f31d77dd49584ed8a33df0ddd516bc142bd9e5ee6", {}),
+    "cls/thucnews_backbone.jsonnet": ("d9651ce464929738479be6d635a7ca49777b21c03359d09d76ea3f356d5592e2", {}),
+    "cls/thucnews_big.jsonnet": ("b03c885d84ce34ef063678322c5f023da037c3b879863f66b466a546160d3197", {}),
+    "cls/thucnews_big_vec.jsonnet": ("8f24dac0133f2da0b5a47377ca5fb1524ebd30ca0fef8739f77b0b8c239bf4ff", {"vectors": "runs/vectors"}),
+    "cls/thucnews_hrmf.jsonnet": ("6857bb840f4dac7566dd9f44271b154cc10ea1a6b163d630c2516203b342a447", {}),
+    "cls/thucnews_mwa.jsonnet": ("e33281796ec1f292cd6015912667ac84821de48c105cbd0952471a9e63f422f3", {}),
+    "mrc/cmrc2018_backbone.jsonnet": ("b08e0929cbb2289266bc1e5725b720c8b79fdfa67d204d5050bd2d67e2612db8", {}),
+    "mrc/cmrc2018_big.jsonnet": ("9ae7e705a1b9712914048eae449d52b00a9d33c7fce3f4bf2d9d4e735262834d", {}),
+    "mrc/cmrc2018_big_vec.jsonnet": ("665871d3f99326637345a609f62784c2a7d39e17c6882d09a436cf39d9fb8efb", {"vectors": "runs/vectors"}),
+    "mrc/cmrc2018_hrmf.jsonnet": ("b57b1ed97e70cc9584551743d0d47bd594abb1057a965009cd12c6a029db8918", {}),
+    "mrc/cmrc2018_mwa.jsonnet": ("e3ec201dd47a40b3848e93e0089c126d0ba76b2f1d1f698c3deeef71ac7654e1", {}),
+    "ner/msra_big.jsonnet": ("4d38192dc48be2752a923702b9ce8d5bed63303ef69a44a5580942ee5a3c2f1f", {}),
+    "ner/msra_big_vec.jsonnet": ("dd82aaa29919d443b311471c4376d2083c6265c802e5f435b76d74a9cc0be435", {"vectors": "runs/vectors"}),
+    "ner/msra_bilstm_big.jsonnet": ("4bb1777ec557f03ff1bba9592a991059f6da8753107e38a2d117e9f484cfd473", {}),
+    "ner/msra_bilstm_big_vec.jsonnet": ("a90a226b2f4d84b4d83fc9cc896f261bc21c0ea1ae6b33fa976fce090a52b290", {"vectors": "runs/vectors"}),
+    "ner/msra_bilstm_crf.jsonnet": ("f92658347f5a98422ff13008e2eb8812d47870cb4cb33d0c0c5c31af2016fa64", {}),
+    "ner/msra_bilstm_crf_vec.jsonnet": ("517922a819ef9ba6a2cfc5000afcfb44b808c1e58dd5a5f5489a5cec239883a9", {"vectors": "runs/vectors"}),
+    "ner/msra_lattice_lstm.jsonnet": ("4bdeb3766c910258607eafaabd82ef40f2f518ef816397cb3f9326bfe977181c", {}),
+    "ner/msra_lattice_lstm_vec.jsonnet": ("6cc72d6f7e10bc2d95116637e1e211df6cd1074dee619a6d6fd53bd020bc4b7a", {"vectors": "runs/vectors"}),
+    "ner/msra_plte.jsonnet": ("ef77338a6f08cdb0cc8ade371ef834a981d41bec6f0b3c5ce4c72c08cad264aa", {}),
+    "ner/msra_plte_sgd.jsonnet": ("ab284b84b259f48af8d6bf9f1e1fc4a5f142fc0274782704869ce12d86570fc2", {}),
+    "ner/msra_plte_sgd_vec.jsonnet": ("4d834696a50eb2bb6216c42b319c4a6a74aae83d56a78eb4f38aac5aa2d5c158", {"vectors": "runs/vectors"}),
+    "ner/msra_plte_vec.jsonnet": ("6c54fcdf99adbb4fa24879bc807a6b07aefb5cbd77a4ed45da0cc6f0da613ac2", {"vectors": "runs/vectors"}),
+    "ner/msra_star.jsonnet": ("1f9b83c9c4689f819cad160a226d58c292d292bcc4c2028525d334925367c354", {}),
+    "ner/msra_transformer.jsonnet": ("6e4a7a5df846dc4ee157e67759fc51d54d4c9f21792130c21e46b132bffca33b", {}),
+    "ner/resume_big.jsonnet": ("fc1aa278d98fea01e7ce47ca7fbb0ffdc208ada75dbff4d36f1b2dbe25f47d7a", {}),
+    "ner/resume_big_vec.jsonnet": ("2660b4e04cac032b181fbe8bb284fa12cdfc1f1c69da81fbc0e2837c701b6b43", {"vectors": "runs/vectors"}),
+    "ner/resume_bilstm_big.jsonnet": ("c88645688df55945aacc6e3806985876ed3494abbfac4b1c7de4c76b593afa18", {}),
+    "ner/resume_bilstm_big_vec.jsonnet": ("f89115e684cfa1e7a882d845b2e40e32f094d55ad3ae718aaea6751a0482b47a", {"vectors": "runs/vectors"}),
+    "ner/resume_bilstm_crf.jsonnet": ("d6195f9afc21b05d7c7202211687d6902fb57229f4a8edf7755a95027823d982", {}),
+    "ner/resume_bilstm_crf_vec.jsonnet": ("f21064daf702a4ade6de2b56d4fa787d1e91e0bf3e670550746c989ae90e9426", {"vectors": "runs/vectors"}),
+    "ner/resume_lattice_lstm.jsonnet": ("7625018b4d12b6b4edcf5129e0f2960e0c415a29dcde25c88beb2c71c1d3c360", {}),
+    "ner/resume_lattice_lstm_vec.jsonnet": ("163b9ae0997f4338203dbc5006146bba5c0f82aea6e227d148979a2c7aa427c2", {"vectors": "runs/vectors"}),
+    "ner/resume_plte.jsonnet": ("df96c09f9afe24b1a3fa46af61142ba6374dbef6ca88f32124b9f2ef56cb4d3a", {}),
+    "ner/resume_plte_sgd.jsonnet": ("43d74468aabf749c3c7022a535cddd663e90a6fb3528eb1bbdeae82fd98c441b", {}),
+    "ner/resume_plte_sgd_vec.jsonnet": ("897a405c57a38f91f070ee2aceac68c5c93978e79bfae0d04ad66b932dab6805", {"vectors": "runs/vectors"}),
+    "ner/resume_plte_vec.jsonnet": ("619597471eb1f3c754c3bc6d4165c9763ad8c2408b9de70cd55b7b5cc1abd133", {"vectors": "runs/vectors"}),
+    "ner/resume_quickstart.jsonnet": ("69162857fbaf09ea68f390ec5e0651a9440c7609552d3d9d670b4f6acf4b1273", {}),
+    "ner/resume_star.jsonnet": ("5bbfd98a0c81610e95b7eef065c7ee9958ba625766420b9790974566206d4009", {}),
+    "ner/resume_transformer.jsonnet": ("349a20ea1b3e0d083fd819de2586b688431f55f3f7981731681815a709e5db7a", {}),
+    "ner/weibo_big.jsonnet": ("702298d4d0e2e58bca8d3a1f619760356b76836600034fa4d348faeeb914ce41", {}),
+    "ner/weibo_big_vec.jsonnet": ("b0280cb91c51499c102dc3c01783d40b314fedd179c1be055a0ebcc4f0fe7ca3", {"vectors": "runs/vectors"}),
+    "ner/weibo_bilstm_big.jsonnet": ("4aedf8cf74737c28c64835e214866e66e6125b868e6d33b7e31fda87ef9dd551", {}),
+    "ner/weibo_bilstm_big_vec.jsonnet": ("7a60d5a683b15522a06575c9071261918e607631b15e622a1843aec18eee6b8e", {"vectors": "runs/vectors"}),
+    "ner/weibo_bilstm_crf.jsonnet": ("ece204e7e1afd123a564cb84d8fcfe28570c52daeea26b5d8e22c09b5910da6d", {}),
+    "ner/weibo_bilstm_crf_vec.jsonnet": ("2c71fc79c60de030a1eae7292ed0f939f3d22449edaf1398b8834bc1b12522f6", {"vectors": "runs/vectors"}),
+    "ner/weibo_lattice_lstm.jsonnet": ("d2d890407f78eab3e9270e76f804d055c43e3d6ecf20c5690d197afe5e1978bb", {}),
+    "ner/weibo_lattice_lstm_vec.jsonnet": ("2f8f73433c35b32b3613cc3428b4369c397d96f4914ed4ee40934f8448de3a23", {"vectors": "runs/vectors"}),
+    "ner/weibo_plte.jsonnet": ("c2ea27b1b1dd396da5803d2ad58ccc44bf9661ca1be7416191a5cd5d7313bbe4", {}),
+    "ner/weibo_plte_sgd.jsonnet": ("3b7ef7cc62046e74d43e72bf00048cd99f090b612d86f662e3d10df569e9b60e", {}),
+    "ner/weibo_plte_sgd_vec.jsonnet": ("0892f775e4e665145c64b5f8c98a6335ebdb25300b603f75c2179f2772bc27bc", {"vectors": "runs/vectors"}),
+    "ner/weibo_plte_vec.jsonnet": ("6b41169c5074e718a6e66601512151239eac9a4b7c00f83a8a14cc661c58b387", {"vectors": "runs/vectors"}),
+    "ner/weibo_star.jsonnet": ("2a18dbad05b018b826303cd4e2a825e3e818bfcc42d3631c24b2072795b95d8a", {}),
+    "ner/weibo_transformer.jsonnet": ("9465cd76cc57fe4fda41fc979fe339214596664c54b6445e4228ce181f40e9cd", {}),
+    "pair/bq_backbone.jsonnet": ("a8a9a684a2f3e1005ceb753c40a85f527c72942555aea8639f3a0303796c34da", {}),
+    "pair/bq_big.jsonnet": ("b87a4f3b22e2fe240e1d2450bcbeb710ffaa163e371bec64bd6e01c448dbfd21", {}),
+    "pair/bq_big_vec.jsonnet": ("b924c9eece3ef20bf3b0ad40a4e4d3dc5b4e7e4e85e2f4d9bba2ef1ff7f9eb22", {"vectors": "runs/vectors"}),
+    "pair/bq_hrmf.jsonnet": ("6345dde238f55d803f91cbe96e84ae9cc3b8e5863d9b3415722bc4ed1aaf3434", {}),
+    "pair/bq_mwa.jsonnet": ("34398407a90e934ca0aedc336beb7027212777cf7c430d9a36cb5961c4c75a84", {}),
+}
+
+
+def test_every_shipped_spec_is_listed():
+    found = {str(p.relative_to(ROOT / "jsonnet_configs")) for p in (ROOT / "jsonnet_configs").glob("*/*.jsonnet")}
+    assert found == set(SHIPPED)
+
+
+def test_quickstart_hash():
+    assert SHIPPED["ner/resume_quickstart.jsonnet"][0].startswith("69162857fbaf")
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED))
+def test_spec_hash_unchanged(name, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    digest, ext_vars = SHIPPED[name]
+    assert spec_hash(load_spec(f"jsonnet_configs/{name}", [], ext_vars)) == digest
