@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from multigrain.platform.archive import load_archive
+from multigrain.platform.runs import Run
 from multigrain.platform.training import move_to
 from tests.conftest import ROOT
 
@@ -37,7 +37,7 @@ def test_v0_archive_loads_and_predicts_as_saved(name, monkeypatch):
     monkeypatch.chdir(ROOT)  # the specs name their lexicon relative to the repository root
     run_dir = FIXTURES / name
     saved = json.loads((run_dir / "predictions.json").read_text(encoding="utf-8"))
-    archive = load_archive(run_dir, device="cpu")
+    archive = Run.open(run_dir).load_archive(device="cpu")
 
     state = torch.load(run_dir / "best.pt", map_location="cpu", weights_only=True)
     assert OLD_NAME[name] in state and OLD_NAME[name] not in archive.model.state_dict()
@@ -60,7 +60,7 @@ def test_char_transformer_warm_starts_from_a_v0_archive(monkeypatch):
     from multigrain.components.encoders.char_transformer import CharTransformer
 
     monkeypatch.chdir(ROOT)
-    archive = load_archive(FIXTURES / "mwa", device="cpu")
+    archive = Run.open(FIXTURES / "mwa").load_archive(device="cpu")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a tensor not loaded would be a warning
         backbone = CharTransformer(archive.vocab, hidden_size=16, num_layers=1, num_heads=2, max_length=64,

@@ -28,7 +28,7 @@ def naive_attention(q, k, v, allowed, rel, rk, rv):
 
 
 def brute_relation(p, q, k, l):
-    """DESIGN §5, literally: query span (p, q), key span (k, l)."""
+    """The PLTE paper's Figure 3, literally: query span (p, q), key span (k, l)."""
     if p <= k <= l <= q:
         return R5
     if k <= p <= q <= l:
