@@ -162,7 +162,7 @@ def part_attention(device, sizes, repeats, d=128, heads=8, batch=4):
     import torch
 
     from multigrain.components.encoders.big import BigEncoder, BipartiteWords
-    from multigrain.components.encoders.modules import MultiHeadAttention
+    from multigrain.components.nn.attention import MultiHeadAttention
 
     out = []
     full = MultiHeadAttention(d, heads).to(device).eval()

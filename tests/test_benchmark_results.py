@@ -130,7 +130,7 @@ def test_export_m3e_vectors_writes_whole_tokens_with_their_rows(tmp_path, capsys
     import torch
 
     import export_m3e_vectors
-    from multigrain.components.embedders.vectors import load_vec_into
+    from multigrain.components.vectors import load_vec_into
 
     model = tmp_path / "tiny_bert"
     model.mkdir()

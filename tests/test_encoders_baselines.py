@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from multigrain.components.embedders.lattice import LatticeEmbedder
-from multigrain.components.encoders.modules import PositionEmbedding, sinusoidal_positions
+from multigrain.components.nn.positions import PositionEmbedding, sinusoidal_positions
 from multigrain.components.encoders.star_transformer import StarTransformerEncoder
 from multigrain.components.encoders.transformer import TransformerEncoder
 from multigrain.components.heads.bigru_crf import BiGruCrfHead

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from multigrain.components.encoders.big import BigEncoder, BipartiteWords
-from multigrain.components.encoders.modules import sinusoidal_positions
+from multigrain.components.nn.positions import sinusoidal_positions
 from tests.test_encoders_support import (assert_char_tagger_overfits, lattice_rows, random_lattice_batch,  # noqa: F401
                                          single_thread)
 
@@ -50,7 +50,7 @@ def loop_encoder(enc: BigEncoder, x, batch):
     layer = enc.layers[0]
     n = batch.max_chars
     mask = batch.char_mask.unsqueeze(-1)
-    h = (enc.projection(x[:, :n]) + sinusoidal_positions(torch.arange(n).expand(x.shape[0], n), enc.hidden_size))
+    h = (enc.char_input.projection(x[:, :n]) + sinusoidal_positions(torch.arange(n).expand(x.shape[0], n), enc.hidden_size))
     h = h * mask
     y = loop_attention(layer, h, batch, enc.local, enc.global_node, enc.include_self)
     h = layer.norm1.norm(h + y)

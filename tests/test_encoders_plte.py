@@ -6,7 +6,8 @@ import math
 import pytest
 import torch
 
-from multigrain.components.encoders.modules import relation_attention, sinusoidal_positions
+from multigrain.components.nn.attention import relation_attention
+from multigrain.components.nn.positions import sinusoidal_positions
 from multigrain.components.encoders.plte import PlteEncoder, plte_structure
 from tests.test_encoders_support import (lattice_embedder, lattice_rows, overfit, random_lattice_batch,  # noqa: F401
                                          single_thread)
@@ -27,7 +28,7 @@ def naive_attention(q, k, v, allowed, rel, rk, rv):
 
 
 def brute_relation(p, q, k, l):
-    """DESIGN §5, literally: query span (p, q), key span (k, l)."""
+    """The PLTE paper's Figure 3, literally: query span (p, q), key span (k, l)."""
     if p <= k <= l <= q:
         return R5
     if k <= p <= q <= l:
@@ -112,7 +113,7 @@ def naive_plte_layer(enc: PlteEncoder, x, batch):
     layer = enc.layers[0]
     att = layer.attention
     mask = batch.mask
-    x = enc.projection(x) + sinusoidal_positions(batch.starts, enc.hidden_size)
+    x = enc.char_input.projection(x) + sinusoidal_positions(batch.starts, enc.hidden_size)
     m = mask.unsqueeze(-1).float()
     pivot = (x * m).sum(1, keepdim=True) / m.sum(1, keepdim=True)  # mean over real tokens
     keys = torch.cat([x, pivot], 1)

@@ -120,7 +120,7 @@ def test_mwa_layer_equals_the_papers_equations(pool_over, add_input):
     for b, nb in enumerate(lengths):
         H = x[b, :nb]
         expected = H.clone() if add_input else torch.zeros(nb, d)
-        Q, K, V = layer.query(H), layer.key(H), layer.value(H)
+        Q, K, V = layer.attention.q(H), layer.attention.k(H), layer.attention.v(H)
         for s in range(3):
             per_head = []
             for h in range(heads):
@@ -128,7 +128,7 @@ def test_mwa_layer_equals_the_papers_equations(pool_over, add_input):
                 A = torch.softmax(Q[:, cols] @ K[:, cols].T / math.sqrt(dk), dim=-1)
                 A_aligned = pool_loop(A[None, None], seg[b, s][None, :nb], 0.7, pool_over)[0, 0]
                 per_head.append(A_aligned @ V[:, cols])                              # eq. 6
-            H_bar = layer.output(torch.cat(per_head, dim=-1))                         # eq. 7
+            H_bar = layer.attention.out(torch.cat(per_head, dim=-1))                  # eq. 7
             expected = expected + torch.tanh(H_bar @ layer.gate.weight.T)             # eq. 8
         assert torch.allclose(out[b, :nb], expected, atol=1e-5)
 
@@ -250,7 +250,7 @@ def test_hrmf_forward_equals_equations_10_to_13():
         mixed, omega = literal_mix(layer, x[b, :nb], seg[b, 0, :nb], word_ids[b, 0], "softmax")
 
         def attention(module, allowed):
-            Q, K, V = module.query(mixed), module.key(mixed), module.value(mixed)
+            Q, K, V = module.q(mixed), module.k(mixed), module.v(mixed)
             outs = []
             for h in range(heads):
                 c = slice(h * dh, (h + 1) * dh)

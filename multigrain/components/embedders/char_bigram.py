@@ -6,7 +6,7 @@ from typing import Optional
 import torch
 from torch import nn
 
-from multigrain.components.embedders.vectors import load_vec_into
+from multigrain.components.vectors import load_vec_into
 from multigrain.platform.kinds import TokenEmbedder
 from multigrain.platform.vocab import Vocabulary
 

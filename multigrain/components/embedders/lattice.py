@@ -8,7 +8,7 @@ Characters: ``proj_c([char_emb(c_i); bigram_emb(c_i c_{i+1})])``; words:
 ``uses_lattice = True``: the tagger then passes ``lattice.mask`` [B, T] as the token mask.
 Word ids come from the ``words`` vocabulary namespace (the lattice words of the training set).
 Pretrained vectors: ``char_pretrained_file`` / ``bigram_pretrained_file`` /
-``word_pretrained_file`` in ``.vec`` text format (``vectors.load_vec_into``).
+``word_pretrained_file`` in ``.vec`` text format (``components.vectors.load_vec_into``).
 Without a lattice in the batch only the characters are embedded: ``[B, n, output_dim]``.
 """
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""BiG-Transformer (Shu et al., IJCNN 2020), DESIGN §6: characters attend over a bipartite graph.
+"""BiG-Transformer (Shu et al., IJCNN 2020), paper §III: characters attend over a bipartite graph.
 
 Characters on one side; on the other the lexicon words of the sentence and one sentence node.
-With ``H^0 = proj(x) + P(i)`` (sinusoidal positions on characters), each layer l computes::
+With ``H^0 = proj(x) + P(i)`` (sinusoidal positions on characters, eq. 9), each layer l computes
+(§III-B, Algorithm 1)::
 
     o_w = sum_{j in span(w)} h_j                  word states, no parameters       (eq. 4)
     s   = mean_i(h_i) W_s^l                        the sentence node                (eq. 5)
@@ -11,13 +12,14 @@ With ``H^0 = proj(x) + P(i)`` (sinusoidal positions on characters), each layer l
 
 (eq. 7 writes the values as H W^V, which cannot match the keys' length: a typo.)
 
-Flags (the paper's ablations): ``local``: ``lexicon`` (the words containing i), ``adjacent``
-(h_{i-1}, h_{i+1}, as the radical connections of Star-Transformer) or ``none``;
-``global_node`` (DESIGN's ``global``, a Python keyword, which cannot name an argument): the
-sentence node; ``include_self``: h_i itself (on by default, so with ``adjacent`` a character
+Flags (the paper's ablations, §IV-G): ``local``: ``lexicon`` (the words containing i, the
+"dynamic local connection"), ``adjacent`` (h_{i-1}, h_{i+1}, as the radical connections of
+Star-Transformer) or ``none``; ``global_node``: the sentence node (the "fixed global
+connection"); ``include_self``: h_i itself (on by default, so with ``adjacent`` a character
 sees i-1, i, i+1).
 
-Two exact implementations of the same attention, chosen by ``attention``:
+Three exact implementations of the same attention (:meth:`MultiHeadAttention.mixed` of
+``components/nn``), chosen by ``attention``:
 - ``dense``: shared columns [W word slots; s] with the containment mask ``[B, n, W + 1]``
   (``lattice.structure.containment_mask``) plus per-character columns (self, neighbours);
   O(n * m) - fast on short sentences;
@@ -28,7 +30,7 @@ Two exact implementations of the same attention, chosen by ``attention``:
   cost stays flat however long the input;
 - ``auto`` (default): ``dense`` up to ``dense_max_chars`` characters (64: on a CPU ``ragged`` is
   faster from about 64 characters, see benchmarks/ner_speed.py), ``ragged`` beyond.
-Neither builds a [n, n] or [T, T] attention.
+None builds a [n, n] or [T, T] attention.
 
 Input: characters ``[B, n, d_in]`` (``char_bigram`` embedder; with the ``lattice`` embedder
 its word tokens are ignored: BiG builds word states from characters) and, for ``lexicon``,
@@ -41,10 +43,13 @@ from typing import Literal, Optional
 import torch
 from torch import nn
 
-from multigrain.components.encoders.modules import (AddNorm, FeedForward, MultiHeadAttention, PositionEmbedding,
-                                                    char_view, masked_mean)
-from multigrain.components.encoders.star_transformer import shift
+from multigrain.components.encoders.sized import SizedEncoder
 from multigrain.components.lattice.structure import containment_mask, word_slots
+from multigrain.components.nn.attention import MultiHeadAttention
+from multigrain.components.nn.char_input import CharInput
+from multigrain.components.nn.old_names import accept_old_names
+from multigrain.components.nn.sequence import masked_mean, shift
+from multigrain.components.nn.transformer_layer import PostNormTransformerLayer
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.kinds import Encoder
 
@@ -119,17 +124,16 @@ class BipartiteWords:
 
 
 # ------------------------------------------------------------------------------- layer
-class BigLayer(nn.Module):
-    """One BiG-Transformer layer: bipartite attention, add & norm, FFN, add & norm."""
+class BigLayer(PostNormTransformerLayer):
+    """One BiG-Transformer layer: bipartite attention (:meth:`attend`), add & norm, FFN, add & norm."""
 
     def __init__(self, dim: int, num_heads: int, ffn_dim: int, dropout: float, attention_dropout: float,
                  local: str, global_node: bool, include_self: bool):
-        super().__init__()
-        self.attention = MultiHeadAttention(dim, num_heads, dropout=attention_dropout)
-        self.sentence = nn.Linear(dim, dim, bias=False) if global_node else None  # W_s of eq. 5
-        self.norm1 = AddNorm(dim, dropout)
-        self.ffn = FeedForward(dim, ffn_dim, dropout)
-        self.norm2 = AddNorm(dim, dropout)
+        attention = MultiHeadAttention(dim, num_heads, dropout=attention_dropout)
+        # W_s of eq. 5, drawn before the FFN: a seeded initialisation stays that of the earlier runs
+        sentence = nn.Linear(dim, dim, bias=False) if global_node else None
+        super().__init__(attention, ffn_dim, dropout)
+        self.sentence = sentence
         self.local, self.include_self = local, include_self
 
     def attend(self, h: torch.Tensor, char_mask: torch.Tensor, words: BipartiteWords, mode: str,
@@ -177,21 +181,18 @@ class BigLayer(nn.Module):
 
         return att.mixed(h, *joined(shared, 1), *joined(own, 2), pairs=pairs)
 
-    def forward(self, h: torch.Tensor, char_mask: torch.Tensor, words: BipartiteWords, mode: str,
-                containment=None, containing=None) -> torch.Tensor:
-        h = self.norm1(h, self.attend(h, char_mask, words, mode, containment, containing))
-        return self.norm2(h, self.ffn(h)) * char_mask.unsqueeze(-1)
-
 
 # ------------------------------------------------------------------------------- encoder
 @Encoder.register("big")
-class BigEncoder(Encoder):
+class BigEncoder(SizedEncoder):
     """Characters ``[B, n, input_dim]`` (+ lattice words) -> ``[B, n, hidden_size]``.
 
     Paper settings (Table I): 8 heads for NER, 6 for classification; the layer count and model
     size are not given (the NER runs used BERT): defaults 2 layers of 256 with 8 heads.
     ``min_word_length``: words shorter than this are ignored (the lexicon builder already
-    drops single characters by default).
+    drops single characters by default). Archives saved before ``components/nn`` named the
+    input projection and position table ``projection``, ``positions``; they load into
+    ``char_input``.
     """
 
     def __init__(self, input_dim: int, hidden_size: int = 256, num_layers: int = 2, num_heads: int = 8,
@@ -209,22 +210,16 @@ class BigEncoder(Encoder):
         if local == "none" and not global_node and not include_self:
             raise ConfigurationError("big: local='none', global_node=false and include_self=false leave a character "
                                      "nothing to attend to")
-        self.input_dim, self.hidden_size = input_dim, hidden_size
+        self.input_dim = input_dim
+        self.hidden_size = self.output_dim = hidden_size
         self.local, self.global_node, self.include_self = local, global_node, include_self
         self.attention, self.dense_max_chars, self.min_word_length = attention, dense_max_chars, min_word_length
-        self.projection = nn.Linear(input_dim, hidden_size) if input_dim != hidden_size else nn.Identity()
-        self.positions = PositionEmbedding(hidden_size, positions, max_length)
-        self.dropout = nn.Dropout(dropout)
+        self.char_input = CharInput(input_dim, hidden_size, dropout, positions, max_length)
         self.layers = nn.ModuleList(
             BigLayer(hidden_size, num_heads, ffn_dim or 4 * hidden_size, dropout, attention_dropout, local,
                      global_node, include_self)
             for _ in range(num_layers))
-
-    def get_input_dim(self) -> int:
-        return self.input_dim
-
-    def get_output_dim(self) -> int:
-        return self.hidden_size
+        accept_old_names(self, {"projection.": "char_input.projection.", "positions.": "char_input.positions."})
 
     def words(self, batch: Optional[dict], batch_size: int, device) -> BipartiteWords:
         if self.local != "lexicon":
@@ -236,9 +231,9 @@ class BigEncoder(Encoder):
         return BipartiteWords.from_lattice(lattice, self.min_word_length)
 
     def forward(self, inputs: torch.Tensor, mask: torch.Tensor, batch: Optional[dict] = None) -> torch.Tensor:
-        x, char_mask = char_view(inputs, mask, batch)
-        B, n, _ = x.shape
-        words = self.words(batch, B, x.device)
+        h, char_mask = self.char_input(inputs, mask, batch)
+        B, n, _ = h.shape
+        words = self.words(batch, B, h.device)
         mode = self.attention if self.attention != "auto" else ("dense" if n <= self.dense_max_chars else "ragged")
         containment = containing = None
         if self.local == "lexicon":
@@ -248,10 +243,9 @@ class BigEncoder(Encoder):
                 containing = words.pairs(n)
             else:
                 containing = words.containing(n)
-        positions = torch.arange(n, device=x.device).expand(B, n)
-        h = self.dropout(self.projection(x) + self.positions(positions)) * char_mask.unsqueeze(-1)
+        h = h * char_mask.unsqueeze(-1)
         for layer in self.layers:
-            h = layer(h, char_mask, words, mode, containment, containing)
+            h = layer(h, char_mask, words, mode, containment, containing) * char_mask.unsqueeze(-1)
         return h
 
     def containment(self, batch: dict, words: BipartiteWords, char_mask: torch.Tensor) -> torch.Tensor:

@@ -19,40 +19,27 @@ from typing import Optional
 import torch
 from torch import nn
 
+from multigrain.components.nn.attention import MultiHeadAttention
+from multigrain.components.nn.old_names import accept_old_names, rename_old_entries
+from multigrain.components.nn.transformer_layer import PostNormTransformerLayer
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.kinds import TokenEmbedder
 from multigrain.platform.vocab import Vocabulary
 
 
-class TransformerLayer(nn.Module):
-    """Post-LayerNorm Transformer layer (BERT): self-attention, add & norm, GELU FFN, add & norm."""
-
-    def __init__(self, d: int, heads: int, ffn: int, dropout: float, attention_dropout: float):
-        super().__init__()
-        self.heads = heads
-        self.qkv = nn.Linear(d, 3 * d)
-        self.attention_output = nn.Linear(d, d)
-        self.attention_norm = nn.LayerNorm(d, eps=1e-12)
-        self.ffn = nn.Sequential(nn.Linear(d, ffn), nn.GELU(), nn.Linear(ffn, d))
-        self.ffn_norm = nn.LayerNorm(d, eps=1e-12)
-        self.dropout = nn.Dropout(dropout)
-        self.attention_dropout = attention_dropout
-
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """x [B, n, d], mask [B, n] bool (keys that may be attended to)."""
-        B, n, d = x.shape
-        q, k, v = self.qkv(x).view(B, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
-        attn = nn.functional.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask[:, None, None, :],
-            dropout_p=self.attention_dropout if self.training else 0.0)  # [B, h, n, dk]
-        attn = attn.transpose(1, 2).reshape(B, n, d)
-        x = self.attention_norm(x + self.dropout(self.attention_output(attn)))
-        return self.ffn_norm(x + self.dropout(self.ffn(x)))
+#: the names of a layer's parameters before it became a PostNormTransformerLayer (one fused q/k/v
+#: projection; BERT's names for the rest)
+BERT_LAYER_OLD_NAMES = {"qkv.": ("attention.q.", "attention.k.", "attention.v."), "attention_output.": "attention.out.",
+                        "attention_norm.": "norm1.norm.", "ffn.0.": "ffn.net.0.", "ffn.2.": "ffn.net.3.",
+                        "ffn_norm.": "norm2.norm."}
 
 
 @TokenEmbedder.register("char_transformer")
 class CharTransformer(TokenEmbedder):
-    """Token + position + segment embeddings, LayerNorm, ``num_layers`` Transformer layers."""
+    """Token + position + segment embeddings, LayerNorm, ``num_layers`` post-LayerNorm BERT
+    layers (:class:`PostNormTransformerLayer` with GELU, no FFN dropout, LayerNorm eps 1e-12).
+    Weights saved under the layers' old names (``BERT_LAYER_OLD_NAMES``) load, by
+    ``load_state_dict`` and by ``archive_path``."""
 
     def __init__(self, vocab: Vocabulary, hidden_size: int = 256, num_layers: int = 4, num_heads: int = 4,
                  intermediate_size: Optional[int] = None, max_length: int = 512, type_vocab_size: int = 2,
@@ -71,8 +58,12 @@ class CharTransformer(TokenEmbedder):
         self.norm = nn.LayerNorm(hidden_size, eps=1e-12)
         self.dropout = nn.Dropout(dropout)
         self.layers = nn.ModuleList(
-            TransformerLayer(hidden_size, num_heads, intermediate_size or 4 * hidden_size, dropout, attention_dropout)
+            PostNormTransformerLayer(MultiHeadAttention(hidden_size, num_heads, dropout=attention_dropout),
+                                     intermediate_size or 4 * hidden_size, dropout, activation="gelu", ffn_dropout=0.0,
+                                     norm_eps=1e-12)
             for _ in range(num_layers))
+        for layer in self.layers:
+            accept_old_names(layer, BERT_LAYER_OLD_NAMES)
         self.apply(_bert_init)
         if archive_path:
             self.load_archive(archive_path)
@@ -92,7 +83,7 @@ class CharTransformer(TokenEmbedder):
             x = x + self.segments(segments)
         x = self.dropout(self.norm(x))
         for layer in self.layers:
-            x = layer(x, mask)
+            x = layer(x, key_mask=mask)
         return x
 
     # weights from another run ---------------------------------------------------------------
@@ -106,6 +97,8 @@ class CharTransformer(TokenEmbedder):
         prefix = _best_prefix(state.keys(), own.keys())
         if prefix is None:
             raise ConfigurationError(f"archive_path: no parameter of {weights} matches a char_transformer's names")
+        for i in range(len(self.layers)):
+            rename_old_entries(state, f"{prefix}layers.{i}.", BERT_LAYER_OLD_NAMES)
         token_rows = _token_row_map(path / "vocabulary" if path.is_dir() else None, self.vocab, self.namespace)
         loaded, skipped = [], []
         with torch.no_grad():

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from multigrain.components.encoders.modules import char_view
+from multigrain.components.nn.char_input import char_view
 from multigrain.platform.config import Lazy
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.kinds import Encoder

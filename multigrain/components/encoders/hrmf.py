@@ -3,7 +3,8 @@ backbone's output.
 
 Inputs: character states H [B, n, d]; one (voted) segmentation, row ``segmentation`` of
 ``batch["lattice"].seg_ids [B, S, n]``; the word of each segment, ``batch["seg_words"] [B, S, W]``
-(ids in the ``seg_words`` vocabulary; 0 = no word, e.g. ``[CLS]``). For word t = chars i..j:
+(ids in the ``seg_words`` vocabulary; 0 = no word, e.g. ``[CLS]``). For word t = chars i..j
+(paper §4.1-4.3):
 
     v_t     = tanh(e_t W1 + b1) W2 + b2                                     (eq. 2)
     score_k = cos(h_k, v_t)                                                  (eq. 3)
@@ -19,18 +20,21 @@ Inputs: character states H [B, n, d]; one (voted) segmentation, row ``segmentati
 
 λ (init 0.9) and μ (init 0.5) are learnable scalars; segments with word id 0 get no word vector
 (their characters still take part in mixing and attention). The attentions follow eqs. 10-11:
-per head softmax(Q W_q (K W_k)^T / sqrt(d_h)) V W_v, heads concatenated, no output projection.
+per head softmax(Q W_q (K W_k)^T / sqrt(d_h)) V W_v, heads concatenated, no output projection
+(a :class:`MultiHeadAttention` of ``components/nn`` with ``output_projection=False``).
 Every per-word step is a scatter/gather over the segment ids.
 """
 from __future__ import annotations
 
-import math
 from typing import Literal, Optional
 
 import torch
 from torch import nn
 
-from multigrain.components.embedders.vectors import load_vec_into
+from multigrain.components.encoders.sized import SizedEncoder
+from multigrain.components.nn.attention import MultiHeadAttention
+from multigrain.components.nn.old_names import accept_old_names
+from multigrain.components.vectors import load_vec_into
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.kinds import Encoder
 from multigrain.platform.vocab import Vocabulary
@@ -49,33 +53,15 @@ def _scatter_segments(values: torch.Tensor, slots: torch.Tensor, size: int, redu
     return out.scatter_reduce(1, index, values, reduce, include_self=False)
 
 
-class FusionAttention(nn.Module):
-    """Eqs. 10-11: multi-head softmax(Q W_q (K W_k)^T / sqrt(d_h) + mask) V W_v, heads concatenated."""
-
-    def __init__(self, d: int, heads: int):
-        super().__init__()
-        self.heads = heads
-        self.query = nn.Linear(d, d)
-        self.key = nn.Linear(d, d)
-        self.value = nn.Linear(d, d)
-
-    def forward(self, x: torch.Tensor, keys_allowed: torch.Tensor) -> torch.Tensor:
-        """x [B, n, d]; keys_allowed [B, n] bool -> [B, n, d]."""
-        B, n, d = x.shape
-        split = lambda t: t.view(B, n, self.heads, d // self.heads).transpose(1, 2)  # noqa: E731
-        q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
-        scores = q @ k.transpose(-1, -2) / math.sqrt(d // self.heads)
-        weights = scores.masked_fill(~keys_allowed[:, None, None, :], float("-inf")).softmax(-1)
-        return (weights @ v).transpose(1, 2).reshape(B, n, d)
-
-
 @Encoder.register("hrmf")
-class HrmfEncoder(Encoder):
+class HrmfEncoder(SizedEncoder):
     """``forward(inputs [B, n, d], mask [B, n], batch) -> [B, n, d]`` (see the module docstring).
 
     ``word_dim``: size of the word embeddings e_t (``seg_words`` vocabulary), initialised from
     ``pretrained_file`` (``.vec``) when given and then frozen unless ``freeze_words`` is false
-    (the paper fixes its pretrained vectors; random ones are trained by default).
+    (the paper fixes its pretrained vectors; random ones are trained by default). Archives
+    saved before ``components/nn`` named the attentions' projections ``query``, ``key``,
+    ``value``; they load into ``q``, ``k``, ``v``.
     """
 
     def __init__(self, input_dim: int, vocab: Vocabulary, word_dim: int = 200, num_heads: int = 8,
@@ -84,13 +70,10 @@ class HrmfEncoder(Encoder):
                  pretrained_file: Optional[str] = None, freeze_words: Optional[bool] = None,
                  dropout: float = 0.1):
         super().__init__()
-        if input_dim % num_heads:
-            raise ConfigurationError(f"hrmf: input_dim {input_dim} is not a multiple of num_heads {num_heads}")
         if normalization not in ("softmax", "sum"):
             raise ConfigurationError(f"hrmf: normalization must be 'softmax' or 'sum', got {normalization!r}")
-        self.input_dim = input_dim
-        self.normalization = normalization
-        self.segmentation = segmentation
+        self.input_dim = self.output_dim = input_dim
+        self.normalization, self.segmentation = normalization, segmentation
         self.words = nn.Embedding(max(2, vocab.size("seg_words")), word_dim, padding_idx=0)
         nn.init.normal_(self.words.weight, std=word_dim ** -0.5)
         with torch.no_grad():
@@ -103,15 +86,11 @@ class HrmfEncoder(Encoder):
         self.w2 = nn.Linear(input_dim, input_dim)
         self.lam = nn.Parameter(torch.tensor(float(lambda_init)))
         self.mu = nn.Parameter(torch.tensor(float(mu_init)))
-        self.unmasked = FusionAttention(input_dim, num_heads)
-        self.masked = FusionAttention(input_dim, num_heads)
+        self.unmasked = MultiHeadAttention(input_dim, num_heads, output_projection=False)
+        self.masked = MultiHeadAttention(input_dim, num_heads, output_projection=False)
         self.dropout = nn.Dropout(dropout)
-
-    def get_input_dim(self) -> int:
-        return self.input_dim
-
-    def get_output_dim(self) -> int:
-        return self.input_dim
+        accept_old_names(self, {f"{attention}.{old}.": f"{attention}.{new}." for attention in ("unmasked", "masked")
+                                for old, new in (("query", "q"), ("key", "k"), ("value", "v"))})
 
     # the paper's steps -------------------------------------------------------------------------
     def word_vectors(self, word_ids: torch.Tensor) -> torch.Tensor:
@@ -161,8 +140,8 @@ class HrmfEncoder(Encoder):
 
     def fuse(self, mixed: torch.Tensor, mask: torch.Tensor, omega: torch.Tensor) -> torch.Tensor:
         """Eqs. 10-13."""
-        h1 = self.unmasked(mixed, mask)
-        h2 = self.masked(mixed, omega & mask)
+        h1 = self.unmasked(mixed, key_mask=mask)
+        h2 = self.masked(mixed, key_mask=omega & mask)
         return self.mu * h1 + (1 - self.mu) * h2
 
     def forward(self, inputs: torch.Tensor, mask: torch.Tensor, batch: Optional[dict] = None) -> torch.Tensor:

@@ -1,13 +1,13 @@
-"""PLTE: the Porous Lattice Transformer Encoder (Xue et al., COLING 2020), DESIGN §6.
+"""PLTE: the Porous Lattice Transformer Encoder (Xue et al., COLING 2020), paper §4.
 
 Input: the ``lattice`` embedder's tokens ``[B, T, d_in]`` (characters, then words, padding)
 and ``batch["lattice"]``. Each token gets ``proj(x) + P(start)`` (a word's position is its
-first character). Per layer, lattice-aware self-attention (eqs. 3-4)::
+first character, §4.1). Per layer, lattice-aware self-attention (§4.2, eqs. 3-4)::
 
     score_ij = (q_i.k_j + q_i.RK[rel_ij]) / sqrt(dh)      out_i = sum_j a_ij (v_j + RV[rel_ij])
 
 with ``rel`` the 9 ids of ``lattice.structure.plte_relations`` (r1..r7, pivot, padding) and
-RK, RV ``[9, dh]`` per layer, computed by gather/scatter (``modules.relation_attention``).
+RK, RV ``[9, dh]`` per layer, computed by gather/scatter (``nn.attention.relation_attention``).
 Porous mechanism (eq. 5): token i attends to the tokens in relations r1..r6 with it and to
 the pivot s, never to r7 (non-neighbouring) ones; ``pivot="mean"`` (the paper):
 s = mean of the layer input over real tokens; ``pivot="attention"``: s starts as that mean
@@ -28,31 +28,16 @@ from typing import Literal, Optional
 import torch
 from torch import nn
 
-from multigrain.components.encoders.modules import (AddNorm, FeedForward, MultiHeadAttention, PositionEmbedding,
-                                                    masked_mean)
+from multigrain.components.encoders.sized import SizedEncoder
 from multigrain.components.lattice.structure import NUM_PLTE_RELATIONS, plte_relations, porous_mask
+from multigrain.components.nn.add_norm import AddNorm
+from multigrain.components.nn.attention import MultiHeadAttention
+from multigrain.components.nn.char_input import CharInput
+from multigrain.components.nn.old_names import accept_old_names
+from multigrain.components.nn.sequence import masked_mean
+from multigrain.components.nn.transformer_layer import PostNormTransformerLayer
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.kinds import Encoder
-
-
-class PlteLayer(nn.Module):
-    """Relation-aware attention over [tokens; pivot], add & norm, FFN, add & norm."""
-
-    def __init__(self, dim: int, num_heads: int, head_dim: Optional[int], ffn_dim: int, dropout: float,
-                 attention_dropout: float):
-        super().__init__()
-        self.attention = MultiHeadAttention(dim, num_heads, head_dim, attention_dropout,
-                                            num_relations=NUM_PLTE_RELATIONS)
-        self.norm1 = AddNorm(dim, dropout)
-        self.ffn = FeedForward(dim, ffn_dim, dropout)
-        self.norm2 = AddNorm(dim, dropout)
-
-    def forward(self, x: torch.Tensor, pivot: Optional[torch.Tensor], rel: torch.Tensor,
-                allowed: torch.Tensor) -> torch.Tensor:
-        """x ``[B, T, d]``, pivot ``[B, 1, d]`` or None; rel, allowed ``[B, T, T (+1)]``."""
-        keys = x if pivot is None else torch.cat([x, pivot], dim=1)
-        x = self.norm1(x, self.attention(x, keys, allowed=allowed, rel=rel))
-        return self.norm2(x, self.ffn(x))
 
 
 def plte_structure(starts: torch.Tensor, ends: torch.Tensor, mask: torch.Tensor, porous: bool):
@@ -67,8 +52,13 @@ def plte_structure(starts: torch.Tensor, ends: torch.Tensor, mask: torch.Tensor,
 
 
 @Encoder.register("plte")
-class PlteEncoder(Encoder):
+class PlteEncoder(SizedEncoder):
     """Lattice tokens ``[B, T, input_dim]`` -> character states ``[B, n, hidden_size]``.
+
+    Each layer is a :class:`PostNormTransformerLayer` whose attention has the relation tables
+    (called with keys ``[tokens; pivot]``, ``allowed`` and ``rel``). Archives saved before
+    ``components/nn`` named the input projection and position table ``projection``,
+    ``positions``; they load into ``char_input``.
 
     Paper settings: hidden 128, 6 heads, encoder dropout 0.3; 128 is not a multiple of 6, so the
     specs set ``head_dim`` 22 (6 x 22 = 132 inner, mapped back to 128 by the output projection).
@@ -84,25 +74,21 @@ class PlteEncoder(Encoder):
         super().__init__()
         if pivot not in ("mean", "attention"):
             raise ConfigurationError(f"pivot must be 'mean' or 'attention', got {pivot!r}")
-        self.input_dim, self.hidden_size = input_dim, hidden_size
+        self.input_dim = input_dim
+        self.hidden_size = self.output_dim = hidden_size
         self.lattice, self.porous, self.pivot = lattice, porous, pivot
-        self.projection = nn.Linear(input_dim, hidden_size) if input_dim != hidden_size else nn.Identity()
-        self.positions = PositionEmbedding(hidden_size, positions, max_length)
-        self.dropout = nn.Dropout(dropout)
+        self.char_input = CharInput(input_dim, hidden_size, dropout, positions, max_length)
         self.layers = nn.ModuleList(
-            PlteLayer(hidden_size, num_heads, head_dim, ffn_dim or 4 * hidden_size, dropout, attention_dropout)
+            PostNormTransformerLayer(MultiHeadAttention(hidden_size, num_heads, head_dim, attention_dropout,
+                                                        num_relations=NUM_PLTE_RELATIONS),
+                                     ffn_dim or 4 * hidden_size, dropout)
             for _ in range(num_layers))
         if porous and pivot == "attention":
             # updates after layers 1 .. L-1 (the pivot after the last layer reaches no output)
             self.relay = nn.ModuleList(MultiHeadAttention(hidden_size, num_heads, head_dim, attention_dropout)
                                        for _ in range(num_layers - 1))
             self.relay_norm = nn.ModuleList(AddNorm(hidden_size, dropout) for _ in range(num_layers - 1))
-
-    def get_input_dim(self) -> int:
-        return self.input_dim
-
-    def get_output_dim(self) -> int:
-        return self.hidden_size
+        accept_old_names(self, {"projection.": "char_input.projection.", "positions.": "char_input.positions."})
 
     def tokens(self, inputs: torch.Tensor, mask: torch.Tensor, batch: Optional[dict]):
         """The tokens this encoder attends over: ``(x [B, T, d_in], starts, ends, mask [B, T])``
@@ -127,12 +113,13 @@ class PlteEncoder(Encoder):
     def forward(self, inputs: torch.Tensor, mask: torch.Tensor, batch: Optional[dict] = None) -> torch.Tensor:
         x, starts, ends, token_mask = self.tokens(inputs, mask, batch)
         rel, allowed = plte_structure(starts, ends, token_mask, self.porous)
-        x = self.dropout(self.projection(x) + self.positions(starts))
+        x = self.char_input.embed(x, starts)
         pivot = masked_mean(x, token_mask) if self.porous else None
         for i, layer in enumerate(self.layers):
             if self.porous and self.pivot == "mean" and i > 0:
                 pivot = masked_mean(x, token_mask)
-            x = layer(x, pivot, rel, allowed) * token_mask.unsqueeze(-1)
+            keys = x if pivot is None else torch.cat([x, pivot], dim=1)
+            x = layer(x, keys, allowed=allowed, rel=rel) * token_mask.unsqueeze(-1)
             if self.porous and self.pivot == "attention" and i < len(self.relay):
                 keys = torch.cat([pivot, x], dim=1)
                 key_mask = torch.cat([token_mask.new_ones(token_mask.shape[0], 1), token_mask], dim=1)

@@ -20,26 +20,23 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from multigrain.components.encoders.modules import CharInput, MultiHeadAttention, masked_mean
+from multigrain.components.encoders.sized import SizedEncoder
+from multigrain.components.nn.attention import MultiHeadAttention
+from multigrain.components.nn.char_input import CharInput
+from multigrain.components.nn.sequence import masked_mean, shift
 from multigrain.platform.kinds import Encoder
 
 
-def shift(x: torch.Tensor, by: int) -> torch.Tensor:
-    """``out[:, i] = x[:, i - by]`` along dim 1, zeros where that is out of range."""
-    if by > 0:
-        return F.pad(x[:, :-by], (0, 0) * (x.dim() - 2) + (by, 0))
-    return F.pad(x[:, -by:], (0, 0) * (x.dim() - 2) + (0, -by))
-
-
 @Encoder.register("star_transformer")
-class StarTransformerEncoder(Encoder):
+class StarTransformerEncoder(SizedEncoder):
     """Characters ``[B, n, input_dim]`` -> satellites ``[B, n, hidden_size]``."""
 
     def __init__(self, input_dim: int, hidden_size: int = 128, num_layers: int = 2, num_heads: int = 4,
                  dropout: float = 0.1, attention_dropout: float = 0.1,
                  positions: Literal["sinusoidal", "learned", "none"] = "sinusoidal", max_length: int = 512):
         super().__init__()
-        self.input_dim, self.hidden_size = input_dim, hidden_size
+        self.input_dim = input_dim
+        self.hidden_size = self.output_dim = hidden_size
         self.char_input = CharInput(input_dim, hidden_size, dropout, positions, max_length)
         self.satellite = nn.ModuleList(MultiHeadAttention(hidden_size, num_heads, dropout=attention_dropout)
                                        for _ in range(num_layers))
@@ -48,12 +45,6 @@ class StarTransformerEncoder(Encoder):
                                    for _ in range(num_layers - 1))
         self.satellite_norm = nn.ModuleList(nn.LayerNorm(hidden_size) for _ in range(num_layers))
         self.relay_norm = nn.ModuleList(nn.LayerNorm(hidden_size) for _ in range(num_layers - 1))
-
-    def get_input_dim(self) -> int:
-        return self.input_dim
-
-    def get_output_dim(self) -> int:
-        return self.hidden_size
 
     def forward(self, inputs: torch.Tensor, mask: torch.Tensor, batch: Optional[dict] = None) -> torch.Tensor:
         e, char_mask = self.char_input(inputs, mask, batch)

@@ -13,47 +13,31 @@ from typing import Literal, Optional
 import torch
 from torch import nn
 
-from multigrain.components.encoders.modules import AddNorm, CharInput, FeedForward, MultiHeadAttention
+from multigrain.components.encoders.sized import SizedEncoder
+from multigrain.components.nn.attention import MultiHeadAttention
+from multigrain.components.nn.char_input import CharInput
+from multigrain.components.nn.transformer_layer import PostNormTransformerLayer
 from multigrain.platform.kinds import Encoder
 
 
-class TransformerLayer(nn.Module):
-    """Self-attention over allowed keys, add & norm, FFN, add & norm: ``[B, n, d] -> [B, n, d]``."""
-
-    def __init__(self, dim: int, num_heads: int, ffn_dim: int, dropout: float, attention_dropout: float):
-        super().__init__()
-        self.attention = MultiHeadAttention(dim, num_heads, dropout=attention_dropout)
-        self.norm1 = AddNorm(dim, dropout)
-        self.ffn = FeedForward(dim, ffn_dim, dropout)
-        self.norm2 = AddNorm(dim, dropout)
-
-    def forward(self, x: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
-        x = self.norm1(x, self.attention(x, key_mask=key_mask))
-        return self.norm2(x, self.ffn(x))
-
-
 @Encoder.register("transformer")
-class TransformerEncoder(Encoder):
+class TransformerEncoder(SizedEncoder):
     """Characters ``[B, n, input_dim]`` -> ``[B, n, hidden_size]`` (zeros at padding)."""
 
     def __init__(self, input_dim: int, hidden_size: int = 128, num_layers: int = 2, num_heads: int = 4,
                  ffn_dim: Optional[int] = None, dropout: float = 0.1, attention_dropout: float = 0.1,
                  positions: Literal["sinusoidal", "learned", "none"] = "sinusoidal", max_length: int = 512):
         super().__init__()
-        self.input_dim, self.hidden_size = input_dim, hidden_size
+        self.input_dim = input_dim
+        self.hidden_size = self.output_dim = hidden_size
         self.char_input = CharInput(input_dim, hidden_size, dropout, positions, max_length)
         self.layers = nn.ModuleList(
-            TransformerLayer(hidden_size, num_heads, ffn_dim or 4 * hidden_size, dropout, attention_dropout)
+            PostNormTransformerLayer(MultiHeadAttention(hidden_size, num_heads, dropout=attention_dropout),
+                                     ffn_dim or 4 * hidden_size, dropout)
             for _ in range(num_layers))
-
-    def get_input_dim(self) -> int:
-        return self.input_dim
-
-    def get_output_dim(self) -> int:
-        return self.hidden_size
 
     def forward(self, inputs: torch.Tensor, mask: torch.Tensor, batch: Optional[dict] = None) -> torch.Tensor:
         x, char_mask = self.char_input(inputs, mask, batch)
         for layer in self.layers:
-            x = layer(x, char_mask)
+            x = layer(x, key_mask=char_mask)
         return x * char_mask.unsqueeze(-1)

@@ -20,6 +20,7 @@ import numpy as np
 
 from multigrain.components.lattice.builder import LatticeBuilder, assemble, char_offsets, file_sha256
 from multigrain.components.lattice.types import Lattice
+from multigrain.components.vectors import is_vec_header
 from multigrain.platform.errors import ConfigurationError
 
 _SEP = "\n"
@@ -51,8 +52,8 @@ def read_word_list(path: str) -> tuple[list[str], list[int]]:
             parts = line.split(maxsplit=2)
             if not parts:
                 continue
-            if line_no == 0 and len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
-                continue  # word2vec/fastText header
+            if line_no == 0 and is_vec_header(parts):
+                continue
             words.append(parts[0])
             freqs.append(int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 1)
     return words, freqs

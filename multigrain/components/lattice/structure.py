@@ -11,7 +11,7 @@ from typing import Optional
 import torch
 
 # ---------------------------------------------------------------------------------------------
-# PLTE (porous lattice transformer encoder), DESIGN §5, ids 0-based:
+# PLTE (porous lattice transformer encoder), PLTE paper §4.2, Figure 3, ids 0-based:
 PLTE_LEFT_ADJACENT = 0  # r1: q == k - 1            (j starts right after i ends)
 PLTE_RIGHT_ADJACENT = 1  # r2: l == p - 1           (j ends right before i starts)
 PLTE_LEFT_INTERSECT = 2  # r3: p < k <= q < l

@@ -1,69 +1,36 @@
-"""Building blocks shared by the NER encoders (transformer, star_transformer, plte, big).
+"""Multi-head attention, the one every encoder uses (Vaswani et al. 2017, §3.2.2).
 
-- ``sinusoidal_positions`` / ``PositionEmbedding``: absolute positions (sinusoidal or learned).
-- ``MultiHeadAttention``: projections ``q, k, v`` (d -> h*dh) and ``out`` (h*dh -> d) with
-  three ways of attending:
-    ``forward``      dense attention of every query over a shared key set, optional relation
-                     tables (PLTE) computed by gather/scatter, never as [B, T, T, d];
-    ``mixed``        a query attends to shared keys [B, S, d] *and* to keys of its own
-                     [B, n, K, d] (Star-Transformer satellites, BiG's bipartite columns).
-- ``relation_attention``: the functional core of relation-aware attention.
-- ``FeedForward``, ``AddNorm``, ``masked_mean``, ``char_view``.
+:class:`MultiHeadAttention` holds the projections ``q, k, v`` (d -> h*dh) and ``out``
+(h*dh -> d, or none: HRMF concatenates its heads, HRMF paper §4.3, eqs. 10-11) and attends
+in three ways:
 
-Fully masked query rows (padding) are given every key so that the softmax stays finite; the
-callers zero padded outputs.
+- ``forward``: every query over one key set, masked per (query, key) or per key, optionally
+  with relation tables (PLTE paper §4.2, eqs. 3-4) computed by gather/scatter
+  (:func:`relation_attention`), never as ``[B, T, T, d]``;
+- ``weights``: the attention probabilities ``[B, h, Tq, Tk]`` alone, for a caller that
+  pools them within words before the values (MWA paper §2.2, eqs. 2-5);
+- ``mixed``: a query attends to shared keys ``[B, S, d]`` *and* keys of its own
+  ``[B, n, K, d]`` or ragged ``(query, key)`` pairs in one softmax (Star-Transformer
+  satellites, BiG's bipartite columns); O(n (S + K)) or O(P), never ``[n, n]``.
+
+Fully masked query rows (padding) are given every key in ``forward`` and ``weights``, so
+that the softmax stays finite (the callers zero padded outputs); in ``mixed`` a query with
+no key gets a zero attention vector.
 """
 from __future__ import annotations
 
 import math
-from typing import Literal, Optional
+from typing import Optional
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 
-# ------------------------------------------------------------------------------- positions
-def sinusoidal_positions(positions: torch.Tensor, dim: int, base: float = 10000.0) -> torch.Tensor:
-    """Vaswani et al.'s table at integer ``positions`` ``[...]`` -> ``[..., dim]`` float:
-    ``p(j, 2i) = sin(j / base^(2i/dim))``, ``p(j, 2i+1) = cos(...)``."""
-    half = torch.arange(0, dim, 2, device=positions.device, dtype=torch.float32)
-    freq = torch.exp(-math.log(base) * half / dim)  # [ceil(dim/2)]
-    angle = positions.float().unsqueeze(-1) * freq  # [..., ceil(dim/2)]
-    out = torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(-2)
-    return out[..., :dim]
-
-
-class PositionEmbedding(nn.Module):
-    """Absolute position vectors ``[B, T] long -> [B, T, dim]``: ``sinusoidal`` (no
-    parameters, any length), ``learned`` (a table of ``max_length`` rows) or ``none`` (zeros)."""
-
-    def __init__(self, dim: int, kind: Literal["sinusoidal", "learned", "none"] = "sinusoidal",
-                 max_length: int = 512):
-        super().__init__()
-        if kind not in ("sinusoidal", "learned", "none"):
-            raise ValueError(f"positions must be 'sinusoidal', 'learned' or 'none', got {kind!r}")
-        self.dim, self.kind, self.max_length = dim, kind, max_length
-        self.table = nn.Embedding(max_length, dim) if kind == "learned" else None
-        if self.table is not None:
-            nn.init.normal_(self.table.weight, std=0.02)
-
-    def forward(self, positions: torch.Tensor) -> torch.Tensor:
-        if self.kind == "sinusoidal":
-            return sinusoidal_positions(positions, self.dim)
-        if self.kind == "none":
-            return positions.new_zeros(positions.shape + (self.dim,), dtype=torch.float32)
-        if positions.numel() and int(positions.max()) >= self.max_length:
-            raise ValueError(f"position {int(positions.max())} >= max_length {self.max_length} of the learned "
-                             f"position table; raise max_length or use sinusoidal positions")
-        return self.table(positions)
-
-
-# ------------------------------------------------------------------------------- attention
 def relation_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: torch.Tensor,
                        rel: Optional[torch.Tensor] = None, rk: Optional[torch.Tensor] = None,
                        rv: Optional[torch.Tensor] = None, dropout: float = 0.0) -> torch.Tensor:
-    """Attention with relation terms (Shaw et al. 2018, PLTE eqs. 3-4).
+    """Attention with relation terms (Shaw et al. 2018; PLTE paper §4.2, eqs. 3-4).
 
     q ``[B, h, Tq, dh]``, k/v ``[B, h, Tk, dh]``, allowed ``[B, Tq, Tk]`` bool; optional
     rel ``[B, Tq, Tk]`` long ids into rk/rv ``[R, dh]``::
@@ -91,23 +58,33 @@ def relation_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowe
     return out
 
 
+def attention_mask(query_length: int, allowed: Optional[torch.Tensor], key_mask: Optional[torch.Tensor]):
+    """``[B, Tq, Tk]`` bool from ``allowed [B, Tq, Tk]`` or ``key_mask [B, Tk]``; a query row
+    with no allowed key gets every key."""
+    mask = allowed if allowed is not None else key_mask.unsqueeze(1).expand(-1, query_length, -1)
+    return mask | ~mask.any(-1, keepdim=True)
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention, ``num_heads`` heads of ``head_dim`` (default ``dim // num_heads``;
     ``num_heads * head_dim`` need not equal ``dim``: ``out`` maps it back). With
     ``num_relations`` it owns relation tables RK, RV ``[num_relations, head_dim]`` (shared by
-    the heads) and ``forward`` needs ``rel``."""
+    the heads) and ``forward`` needs ``rel``. ``output_projection=False``: no ``out``, the
+    heads are concatenated (then ``num_heads * head_dim`` must be ``dim``)."""
 
     def __init__(self, dim: int, num_heads: int, head_dim: Optional[int] = None, dropout: float = 0.0,
-                 num_relations: int = 0):
+                 num_relations: int = 0, output_projection: bool = True):
         super().__init__()
         if head_dim is None:
             if dim % num_heads:
-                raise ValueError(f"dim {dim} is not a multiple of num_heads {num_heads}; set head_dim")
+                raise ValueError(f"dim {dim} is not a multiple of num_heads {num_heads}")
             head_dim = dim // num_heads
         self.num_heads, self.head_dim, self.dropout = num_heads, head_dim, dropout
         inner = num_heads * head_dim
+        if not output_projection and inner != dim:
+            raise ValueError(f"without an output projection num_heads * head_dim ({inner}) must be dim ({dim})")
         self.q, self.k, self.v = nn.Linear(dim, inner), nn.Linear(dim, inner), nn.Linear(dim, inner)
-        self.out = nn.Linear(inner, dim)
+        self.out = nn.Linear(inner, dim) if output_projection else nn.Identity()
         self.num_relations = num_relations
         if num_relations:
             self.rk = nn.Parameter(torch.empty(num_relations, head_dim))
@@ -133,17 +110,24 @@ class MultiHeadAttention(nn.Module):
         key = query if key is None else key
         q, k, v = self.heads(self.q(query)), self.heads(self.k(key)), self.heads(self.v(key))
         dropout = self.dropout if self.training else 0.0
+        mask = attention_mask(query.shape[1], allowed, key_mask)
         if self.num_relations:
             if rel is None:
                 raise ValueError("this attention has relation tables: pass rel")
-            if allowed is None:
-                allowed = key_mask.unsqueeze(1).expand(-1, query.shape[1], -1)
-            out = relation_attention(q, k, v, allowed, rel, self.rk, self.rv, dropout)
+            out = relation_attention(q, k, v, mask, rel, self.rk, self.rv, dropout)
         else:
-            mask = allowed if allowed is not None else key_mask.unsqueeze(1).expand(-1, query.shape[1], -1)
-            mask = (mask | ~mask.any(-1, keepdim=True)).unsqueeze(1)
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask.unsqueeze(1), dropout_p=dropout)
         return self.merge(out)
+
+    def weights(self, query: torch.Tensor, key: Optional[torch.Tensor] = None,
+                allowed: Optional[torch.Tensor] = None, key_mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """The attention probabilities ``softmax(q k^T / sqrt(dh))`` per head: ``[B, h, Tq, Tk]``
+        (masked as in ``forward``; no dropout, no relations)."""
+        key = query if key is None else key
+        q, k = self.heads(self.q(query)), self.heads(self.k(key))
+        scores = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)
+        mask = attention_mask(query.shape[1], allowed, key_mask)
+        return scores.masked_fill(~mask.unsqueeze(1), float("-inf")).softmax(-1)
 
     def mixed(self, query: torch.Tensor, shared_k: Optional[torch.Tensor], shared_v: Optional[torch.Tensor],
               shared_allowed: Optional[torch.Tensor], own_k: Optional[torch.Tensor], own_v: Optional[torch.Tensor],
@@ -227,68 +211,3 @@ class MultiHeadAttention(nn.Module):
                 a = F.dropout(a, self.dropout)
             out = out + self._column_output(a, shared_k, shared_v, own_v)
         return out
-
-
-# ------------------------------------------------------------------------------- misc
-class FeedForward(nn.Module):
-    """Position-wise ``Linear -> ReLU -> dropout -> Linear``: ``[..., d] -> [..., d]``."""
-
-    def __init__(self, dim: int, hidden: int, dropout: float = 0.0):
-        super().__init__()
-        self.net = nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, dim))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x)
-
-
-class AddNorm(nn.Module):
-    """Post-LayerNorm residual: ``LayerNorm(x + dropout(y))``."""
-
-    def __init__(self, dim: int, dropout: float = 0.0):
-        super().__init__()
-        self.norm = nn.LayerNorm(dim)
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        return self.norm(x + self.dropout(y))
-
-
-def masked_mean(x: torch.Tensor, mask: torch.Tensor, keepdim: bool = True) -> torch.Tensor:
-    """Mean of ``x [B, T, d]`` over the True positions of ``mask [B, T]`` -> ``[B, 1, d]``."""
-    m = mask.unsqueeze(-1).to(x.dtype)
-    out = (x * m).sum(1, keepdim=True) / m.sum(1, keepdim=True).clamp(min=1)
-    return out if keepdim else out.squeeze(1)
-
-
-def char_view(inputs: torch.Tensor, mask: torch.Tensor, batch: Optional[dict]) -> tuple[torch.Tensor, torch.Tensor]:
-    """The character part of an encoder's input: ``(x [B, n, d], char_mask [B, n])``.
-
-    With a lattice in the batch the characters are its first ``max_chars`` positions (whether
-    the embedder produced lattice tokens [B, T, d] or characters only [B, n, d]); without one
-    the input is characters and ``mask`` their mask.
-    """
-    lattice = (batch or {}).get("lattice")
-    if lattice is None:
-        return inputs, mask
-    n = lattice.max_chars
-    return inputs[:, :n], lattice.char_mask
-
-
-class CharInput(nn.Module):
-    """The character input of the Transformer baselines: ``e = dropout(proj(x) + P(i))``.
-
-    ``forward(inputs, mask, batch)`` -> ``(e [B, n, hidden_size], char_mask [B, n])``, the
-    characters taken by :func:`char_view` (word tokens of a lattice, if any, are ignored)."""
-
-    def __init__(self, input_dim: int, hidden_size: int, dropout: float,
-                 positions: Literal["sinusoidal", "learned", "none"] = "sinusoidal", max_length: int = 512):
-        super().__init__()
-        self.projection = nn.Linear(input_dim, hidden_size) if input_dim != hidden_size else nn.Identity()
-        self.positions = PositionEmbedding(hidden_size, positions, max_length)
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, inputs: torch.Tensor, mask: torch.Tensor,
-                batch: Optional[dict] = None) -> tuple[torch.Tensor, torch.Tensor]:
-        x, char_mask = char_view(inputs, mask, batch)
-        positions = torch.arange(x.shape[1], device=x.device).expand(x.shape[:2])
-        return self.dropout(self.projection(x) + self.positions(positions)), char_mask

@@ -1,4 +1,9 @@
-"""Pretrained vectors from ``.vec`` text files (word2vec/fastText text format)."""
+"""Pretrained vectors from ``.vec`` text files (word2vec/fastText text format): one token and
+its numbers a line, after an optional ``count dim`` header line.
+
+Here, outside ``embedders/`` and ``encoders/``, so that an embedder (``char_bigram``), an
+encoder (``hrmf``) and the lexicon reader (``lattice.lexicon``) share one parser.
+"""
 from __future__ import annotations
 
 import warnings
@@ -7,6 +12,11 @@ from pathlib import Path
 import torch
 
 from multigrain.platform.errors import DataError
+
+
+def is_vec_header(fields: list[str]) -> bool:
+    """Whether the fields of a file's first line are a word2vec/fastText ``count dim`` header."""
+    return len(fields) == 2 and all(f.isdigit() for f in fields)
 
 
 def load_vec_into(weight: torch.Tensor, tokens: list[str], path: str, skip: int = 2) -> int:
@@ -21,8 +31,8 @@ def load_vec_into(weight: torch.Tensor, tokens: list[str], path: str, skip: int 
     with open(path, encoding="utf-8", errors="strict") as f:
         for n, line in enumerate(f, 1):
             parts = line.rstrip("\n").rstrip(" ").split(" ")
-            if n == 1 and len(parts) == 2 and all(p.isdigit() for p in parts):
-                continue  # "count dim" header
+            if n == 1 and is_vec_header(parts):
+                continue
             if len(parts) < 2:
                 continue
             if len(parts) - 1 != dim:

@@ -1,0 +1,17 @@
+"""The residual connection and LayerNorm after a Transformer sub-layer (post-norm)."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class AddNorm(nn.Module):
+    """Post-LayerNorm residual: ``LayerNorm(x + dropout(y))``; ``eps`` 1e-12 is BERT's."""
+
+    def __init__(self, dim: int, dropout: float = 0.0, eps: float = 1e-5):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim, eps=eps)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return self.norm(x + self.dropout(y))

@@ -1,0 +1,50 @@
+"""The input of the Transformer-style encoders: projected token vectors plus the positions of
+their characters."""
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+import torch
+from torch import nn
+
+from multigrain.components.nn.positions import PositionEmbedding
+
+
+def char_view(inputs: torch.Tensor, mask: torch.Tensor, batch: Optional[dict]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The character part of an encoder's input: ``(x [B, n, d], char_mask [B, n])``.
+
+    With a lattice in the batch the characters are its first ``max_chars`` positions (whether
+    the embedder produced lattice tokens [B, T, d] or characters only [B, n, d]); without one
+    the input is characters and ``mask`` their mask.
+    """
+    lattice = (batch or {}).get("lattice")
+    if lattice is None:
+        return inputs, mask
+    n = lattice.max_chars
+    return inputs[:, :n], lattice.char_mask
+
+
+class CharInput(nn.Module):
+    """``e = dropout(proj(x) + P(position))``, ``proj`` the identity when ``input_dim`` is
+    ``hidden_size``, ``P`` a :class:`PositionEmbedding`.
+
+    ``forward(inputs, mask, batch)`` -> ``(e [B, n, hidden_size], char_mask [B, n])``: the
+    characters taken by :func:`char_view` at positions ``0..n-1`` (word tokens of a lattice, if
+    any, are ignored). ``embed(x [B, T, input_dim], positions [B, T])`` places any token at a
+    character position of its own choosing (PLTE: a word at its first character)."""
+
+    def __init__(self, input_dim: int, hidden_size: int, dropout: float,
+                 positions: Literal["sinusoidal", "learned", "none"] = "sinusoidal", max_length: int = 512):
+        super().__init__()
+        self.projection = nn.Linear(input_dim, hidden_size) if input_dim != hidden_size else nn.Identity()
+        self.positions = PositionEmbedding(hidden_size, positions, max_length)
+        self.dropout = nn.Dropout(dropout)
+
+    def embed(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        return self.dropout(self.projection(x) + self.positions(positions))
+
+    def forward(self, inputs: torch.Tensor, mask: torch.Tensor,
+                batch: Optional[dict] = None) -> tuple[torch.Tensor, torch.Tensor]:
+        x, char_mask = char_view(inputs, mask, batch)
+        positions = torch.arange(x.shape[1], device=x.device).expand(x.shape[:2])
+        return self.embed(x, positions), char_mask
