@@ -131,13 +131,7 @@ class VocabularyConfig:
 
 
 def vec_tokens(path: str | Path) -> set[str]:
-    """The tokens of a word2vec text file (its optional ``count dim`` header skipped)."""
-    tokens = set()
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            token, _, rest = line.partition(" ")
-            if n == 1 and rest.strip().isdigit() and token.isdigit():
-                continue
-            if rest:
-                tokens.add(token)
-    return tokens
+    """The tokens of a ``.vec`` file."""
+    from multigrain.platform.vec import vec_rows
+
+    return {fields[0] for _, fields in vec_rows(path)}

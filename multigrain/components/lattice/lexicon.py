@@ -20,7 +20,7 @@ import numpy as np
 
 from multigrain.components.lattice.builder import LatticeBuilder, assemble, char_offsets, file_sha256
 from multigrain.components.lattice.types import Lattice
-from multigrain.components.vectors import is_vec_header
+from multigrain.platform.vec import is_vec_header
 from multigrain.platform.errors import ConfigurationError
 
 _SEP = "\n"

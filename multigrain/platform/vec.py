@@ -1,0 +1,23 @@
+"""The word2vec/fastText text format (``.vec``): one token and its numbers a line, after an
+optional ``count dim`` header line. The one parser of it: the vocabulary reads its tokens, the
+components their vectors."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+
+def is_vec_header(fields: list[str]) -> bool:
+    """Whether the fields of a file's first line are a ``count dim`` header."""
+    return len(fields) == 2 and all(f.isdigit() for f in fields)
+
+
+def vec_rows(path: str | Path) -> Iterator[tuple[int, list[str]]]:
+    """(1-based line number, [token, number, ...]) of every vector line; the header and lines
+    without numbers are skipped."""
+    with open(path, encoding="utf-8", errors="strict") as f:
+        for n, line in enumerate(f, 1):
+            fields = line.rstrip("\n").rstrip(" ").split(" ")
+            if (n == 1 and is_vec_header(fields)) or len(fields) < 2:
+                continue
+            yield n, fields
