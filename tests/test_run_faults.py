@@ -177,3 +177,26 @@ def test_a_missing_store_folder_is_an_error_and_reading_creates_no_store(tmp_pat
     out = run_cli("leaderboard", "ner/tiny", cwd=tmp_path, env={"MLFLOW_TRACKING_URI": ""})
     assert out.returncode == 0 and "no finished runs" in out.stdout
     assert not (tmp_path / "mlruns.db").exists()
+
+
+def test_resume_of_a_directory_killed_before_its_first_epoch_starts_over(tmp_path):
+    """Killed during epoch 1: config.json, spec_hash and vocabulary/ are there, no last.pt. Plain
+    ``train`` refuses the non-empty directory; ``--resume`` starts it over and equals a fresh run."""
+    from multigrain.platform.errors import ConfigurationError
+    from multigrain.platform.runs import Run
+
+    spec = json.loads(write_spec(tmp_path, epochs=1).read_text())
+    Run(spec, tmp_path / "full").train()
+    Run(spec, tmp_path / "run").train()
+    for name in ("last.pt", "best.pt", "metrics.json"):
+        (tmp_path / "run" / name).unlink()
+    (tmp_path / "run" / "last.pt.tmp").write_bytes(b"half")
+    with pytest.raises(ConfigurationError, match="not empty"):
+        Run(spec, tmp_path / "run").train()
+    Run(spec, tmp_path / "run").train(resume=True)
+    assert_same_training(tmp_path / "full", tmp_path / "run")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigurationError, match="nothing to resume"):
+        Run(spec, tmp_path / "other").train(resume=True)
+    assert (tmp_path / "other" / "notes.txt").exists()
