@@ -178,6 +178,7 @@ class Run:
 
     def _train(self, resume: bool, extended: bool, stop_after_epoch: Optional[int], live: "_LiveLog",
                commit: str) -> dict:
+        from multigrain.platform.artifacts import sample_predictions
         from multigrain.platform.training import Trainer, describe_device, evaluate, seed_everything, write_json
 
         exp, run_dir = self.experiment, self.run_dir
@@ -210,7 +211,7 @@ class Run:
             trainer.restore(run_dir / "last.pt")
         summary = trainer.train(stop_after_epoch=stop_after_epoch)
 
-        result = {"spec_hash": self.spec_hash, "run_dir": str(run_dir), **self.identity,
+        result = {"spec_hash": self.spec_hash, "run_dir": str(run_dir), "source": self.source, **self.identity,
                   "leaderboard_metric": model.leaderboard_metric, "finished": trainer.finished, **summary}
         if trainer.finished:
             files.load_weights(model, run_dir / "best.pt", trainer.device)
@@ -222,6 +223,12 @@ class Run:
             report = getattr(model, "report", None)
             if callable(report) and test:
                 result["test_report"] = report()
+            confusion = getattr(model, "confusion", None)  # gold x predicted counts (classifiers)
+            if callable(confusion) and test:
+                result["test_confusion"] = confusion()
+            if test:  # a sample of test predictions, shown in the MLflow UI
+                result["test_samples"] = sample_predictions(files.Archive(
+                    run_dir, self.spec, model, vocab, exp.test_dataset_reader, trainer.device, exp.data_loader), test)
         result["seconds"] = time.time() - started + trainer.seconds_before
         result["device"] = describe_device(trainer.device)
         result["git_commit"] = commit  # `multigrain log` tags the MLflow run with it
@@ -346,7 +353,7 @@ class _LiveLog:
             from multigrain.platform.training import write_json
 
             run = self.run
-            self.logger.start(run.spec, run.identity, run.spec_hash, str(run.run_dir))
+            self.logger.start(run.spec, run.identity, run.spec_hash, str(run.run_dir), source=run.source)
             write_json(self.record, {"tracking_uri": self.logger.uri, "run_id": self.logger.run_id})
         for record in earlier_epochs:
             if record["epoch"] not in logged:

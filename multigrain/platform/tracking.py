@@ -18,6 +18,9 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+from multigrain.platform.artifacts import description, write_run_artifacts
+from multigrain.platform.papers import paper_number
+
 DEFAULT_DB = "mlruns.db"
 
 
@@ -62,6 +65,22 @@ def experiment_name(ident: dict) -> str:
     return f"{ident['task']}/{ident['dataset']}"
 
 
+def spec_name(source: Optional[str], run_dir: str, digest: str) -> str:
+    """A run's readable name: its spec file's (``resume_plte``), else its run directory's without
+    the ``-<hash8>`` suffix (``runs/resume_plte-1a2b3c4d`` -> ``resume_plte``)."""
+    if source and Path(source).name != "config.json":
+        return Path(source).name.split(".")[0]
+    name = Path(str(run_dir)).name
+    return name[:-9] if name.endswith(f"-{digest[:8]}") else name
+
+
+def seed_group(spec: dict) -> str:
+    """The runs that differ only in their seed share this: the spec hash without the seed."""
+    from multigrain.platform.specs import spec_hash
+
+    return spec_hash({k: v for k, v in spec.items() if k != "seed"})
+
+
 def sqlite_path(uri: str) -> Optional[Path]:
     """The database file of a ``sqlite:///`` URI (None for other stores)."""
     return Path(uri[len("sqlite:///"):]) if uri.startswith("sqlite:///") else None
@@ -95,12 +114,16 @@ def open_store(uri: str, create: bool = True):
     return client
 
 
-def _experiment_id(client, name: str) -> str:
+#: experiment tags: the MLflow UI opens these experiments on their runs (model training), not on traces
+EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
+
+
+def experiment_id(client, name: str) -> str:
     exp = client.get_experiment_by_name(name)
     if exp is not None:
         return exp.experiment_id
     try:
-        return client.create_experiment(name)
+        return client.create_experiment(name, tags=EXPERIMENT_TAGS)
     except Exception:  # created concurrently
         return client.get_experiment_by_name(name).experiment_id
 
@@ -114,16 +137,20 @@ class RunLogger:
         self.run_id: Optional[str] = None
 
     def start(self, spec: dict, ident: dict, digest: str, run_dir: str, leaderboard: bool = True,
-              commit: Optional[str] = None) -> str:
-        """``commit``: the git commit that trained the run (default: this checkout's)."""
+              commit: Optional[str] = None, source: Optional[str] = None) -> str:
+        """``commit``: the git commit that trained the run (default: this checkout's); ``source``:
+        the spec file (its name names the run)."""
         from mlflow.entities import Param
 
         self.client = open_store(self.uri)
-        exp_id = _experiment_id(self.client, experiment_name(ident))
+        exp_id = experiment_id(self.client, experiment_name(ident))
+        name, seed = spec_name(source, run_dir, digest), spec.get("seed", 13)
         tags = {"task": ident["task"], "dataset": ident["dataset"], "model": ident["model"],
                 "encoder": ident["encoder"], "spec_hash": digest, "git_commit": commit or git_commit(),
                 "leaderboard": "true" if leaderboard else "false", "run_dir": str(run_dir),
-                "mlflow.runName": f"{ident['model']}-{ident['encoder']}-{digest[:8]}"}
+                "spec_name": name, "seed": str(seed), "seed_group": seed_group(spec),
+                "mlflow.runName": f"{name} {digest[:8]} seed {seed}"}
+        tags["mlflow.note.content"] = description(tags, {}, paper_number(experiment_name(ident), name))
         run = self.client.create_run(exp_id, tags=tags)
         self.run_id = run.info.run_id
         params = [Param(k[:250], v) for k, v in sorted(flatten(spec).items())]
@@ -184,11 +211,13 @@ class RunLogger:
         for name in ("config.json", "metrics.json"):
             if (run_dir / name).exists():
                 self.client.log_artifact(self.run_id, str(run_dir / name))
-        if result.get("test_report"):
-            with tempfile.TemporaryDirectory() as tmp:
-                path = Path(tmp) / "test_report.json"
-                path.write_text(json.dumps(result["test_report"], indent=2, ensure_ascii=False))
+        with tempfile.TemporaryDirectory() as tmp:
+            for path in write_run_artifacts(result, Path(tmp)):
                 self.client.log_artifact(self.run_id, str(path))
+        run = self.client.get_run(self.run_id)
+        tags = run.data.tags
+        note = description(tags, run.data.metrics, paper_number(experiment_name(tags), tags.get("spec_name", "")))
+        self.client.set_tag(self.run_id, "mlflow.note.content", note)
         self.client.set_terminated(self.run_id, "FINISHED")
 
     def fail(self) -> None:
@@ -226,75 +255,9 @@ def replay(result: dict, spec: dict, uri: Optional[str] = None) -> str:
     ident = {k: result[k] for k in ("task", "dataset", "model", "encoder")}
     trained_at = result.get("git_commit")
     run_id = logger.start(spec, ident, result["spec_hash"], result["run_dir"],
-                          commit=trained_at if trained_at and trained_at != "unknown" else None)
+                          commit=trained_at if trained_at and trained_at != "unknown" else None,
+                          source=result.get("source"))
     for record in result.get("history", []):
         logger.log_epoch(record["epoch"], record)
     logger.finish(result, result["run_dir"])
     return run_id
-
-
-# ---------------------------------------------------------------------------- leaderboards
-def leaderboard(task: str, uri: Optional[str] = None, metric: Optional[str] = None) -> list[dict]:
-    """Best finished run per spec hash, ranked. ``task`` is an experiment (``ner/resume``) or a
-    task prefix (``ner``: every ``ner/*`` experiment)."""
-    client = open_store(tracking_uri(uri), create=False)
-    if client is None:
-        return []
-    from mlflow.entities import ViewType
-
-    exps = [e for e in client.search_experiments(view_type=ViewType.ACTIVE_ONLY)
-            if e.name == task or e.name.startswith(task.rstrip("/") + "/")]
-    if not exps:
-        return []
-    runs = []
-    token = None
-    while True:
-        page = client.search_runs([e.experiment_id for e in exps],
-                                  filter_string="tags.leaderboard = 'true' and attributes.status = 'FINISHED'",
-                                  max_results=1000, page_token=token)
-        runs.extend(page)
-        token = page.token
-        if not token:
-            break
-    names = {e.experiment_id: e.name for e in exps}
-    best: dict[tuple, dict] = {}
-    for run in runs:
-        tags, metrics = run.data.tags, run.data.metrics
-        key = metric or tags.get("leaderboard_metric", "test_f1")
-        if key not in metrics:
-            continue
-        row = {"experiment": names[run.info.experiment_id], "model": tags.get("model", ""),
-               "encoder": tags.get("encoder", ""), "metric": key, "value": metrics[key],
-               "spec_hash": tags.get("spec_hash", ""), "run_id": run.info.run_id,
-               "date": time.strftime("%Y-%m-%d %H:%M", time.localtime(run.info.start_time / 1000)),
-               "git_commit": tags.get("git_commit", "")}
-        ident = (row["experiment"], row["spec_hash"])
-        if ident not in best or row["value"] > best[ident]["value"]:
-            best[ident] = row
-    rows = sorted(best.values(), key=lambda r: (r["experiment"], -r["value"]))
-    rank, last_exp = 0, None
-    for row in rows:
-        rank = rank + 1 if row["experiment"] == last_exp else 1
-        last_exp = row["experiment"]
-        row["rank"] = rank
-    return rows
-
-
-def print_leaderboard(task: str, rows: list[dict], console=None) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    import sys
-
-    console = console or (Console() if sys.stdout.isatty() else Console(width=160))
-    if not rows:
-        console.print(f"leaderboard {task}: no finished runs tagged leaderboard=true")
-        return
-    table = Table(title=f"leaderboard: {task}")
-    for col in ("rank", "experiment", "model", "encoder", "metric", "value", "spec hash", "date"):
-        table.add_column(col, justify="right" if col in ("rank", "value") else "left")
-    for r in rows:
-        table.add_row(str(r["rank"]), r["experiment"], r["model"], r["encoder"], r["metric"],
-                      f"{100 * r['value']:.2f}" if r["value"] <= 1.0 else f"{r['value']:.2f}",
-                      r["spec_hash"][:12], r["date"])
-    console.print(table)

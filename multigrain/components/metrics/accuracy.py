@@ -23,6 +23,7 @@ class Accuracy(Metric):
         self.true_positives: Counter = Counter()
         self.predicted: Counter = Counter()
         self.gold: Counter = Counter()
+        self.pairs: Counter = Counter()  # (gold, predicted) -> count: the confusion matrix
 
     def __call__(self, predictions: Iterable, gold: Iterable) -> None:
         predictions, gold = list(predictions), list(gold)
@@ -32,6 +33,7 @@ class Accuracy(Metric):
             self.total += 1
             self.predicted[p] += 1
             self.gold[g] += 1
+            self.pairs[g, p] += 1
             if p == g:
                 self.correct += 1
                 self.true_positives[g] += 1

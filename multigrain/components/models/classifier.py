@@ -328,7 +328,15 @@ class LabelledModel(SentenceModel):
         return out
 
     def get_metrics(self, reset: bool = False) -> dict[str, float]:
+        if reset:
+            self._last_pairs = dict(self.metric.pairs)
         return self.metric.get_metric(reset)
+
+    def confusion(self) -> dict:
+        """Gold x predicted counts of the last completed evaluation: ``{"labels", "matrix"}``."""
+        pairs = getattr(self, "_last_pairs", {})
+        return {"labels": list(self.labels),
+                "matrix": [[pairs.get((g, p), 0) for p in range(len(self.labels))] for g in range(len(self.labels))]}
 
     def predicted_labels(self, output: dict) -> list[dict]:
         probs = output["probs"].detach().cpu().tolist()

@@ -11,7 +11,7 @@ import importlib
 import sys
 
 #: command modules in the order ``--help`` lists them
-COMMANDS = ("train", "evaluate", "predict", "validate", "components", "log", "leaderboard", "quickstart",
+COMMANDS = ("train", "evaluate", "predict", "validate", "components", "log", "leaderboard", "compare", "ui", "quickstart",
             "sweep", "serve", "evaluate_all", "submit", "jobs")
 
 

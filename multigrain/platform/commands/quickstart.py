@@ -21,7 +21,8 @@ def quickstart(args) -> int:
     from multigrain.platform.commands.train import print_result
     from multigrain.platform.runs import Run
     from multigrain.platform.specs import load_spec
-    from multigrain.platform.tracking import RunLogger, experiment_name, leaderboard, print_leaderboard
+    from multigrain.platform.leaderboard import leaderboard, render
+    from multigrain.platform.tracking import RunLogger, experiment_name
 
     boards = []
     for path in args.specs or QUICKSTART_SPECS:
@@ -36,5 +37,5 @@ def quickstart(args) -> int:
             print_result(run.train(logger=RunLogger(args.tracking_uri)))
         boards.append(experiment_name(run.identity))
     for board in dict.fromkeys(boards):
-        print_leaderboard(board, leaderboard(board, args.tracking_uri))
+        render(board, leaderboard(board, args.tracking_uri))
     return 0

@@ -1,0 +1,28 @@
+"""``multigrain compare RUN_OR_HASH...``: runs side by side (their metrics, only the spec keys that
+differ) and their learning curves overlaid in one plot."""
+from __future__ import annotations
+
+
+def register(sub) -> None:
+    p = sub.add_parser("compare", help="compare runs: metrics, differing spec keys, overlaid learning curves")
+    p.add_argument("runs", nargs="+", metavar="RUN_OR_HASH",
+                   help="an MLflow run id, a spec hash (or its first 6+ characters) or a run name")
+    p.add_argument("--plot", default="compare.png", metavar="FILE", help="the learning-curve plot (PNG)")
+    p.add_argument("--format", choices=("table", "md", "json"), default="table")
+    p.add_argument("--tracking-uri")
+    p.set_defaults(func=compare)
+
+
+def compare(args) -> int:
+    from multigrain.platform.compare import compare_runs, render
+    from multigrain.platform.errors import ConfigurationError
+    from multigrain.platform.tracking import open_store, tracking_uri
+
+    if len(args.runs) < 2:
+        raise ConfigurationError("compare needs at least two runs")
+    uri = tracking_uri(args.tracking_uri)
+    client = open_store(uri, create=False)
+    if client is None:
+        raise ConfigurationError(f"no MLflow store at {uri}")
+    render(compare_runs(client, args.runs, args.plot, uri), args.format)
+    return 0

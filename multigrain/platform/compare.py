@@ -1,0 +1,111 @@
+"""Runs side by side: their final metrics, the spec keys (flattened params) whose values differ,
+and their learning curves overlaid in one PNG (written whole or not at all)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from multigrain.platform.errors import ConfigurationError
+from multigrain.platform.records import experiments, is_curve, record, search
+
+
+def resolve(client, ident: str, uri: str) -> dict:
+    """The record of a run named by its MLflow run id, its spec hash (or a prefix of 6+
+    characters: the latest finished run of it) or its run name."""
+    from mlflow.exceptions import MlflowException
+
+    exps = {e.experiment_id: e.name for e in experiments(client)}
+    if re.fullmatch(r"[0-9a-f]{32}", ident):
+        try:
+            run = client.get_run(ident)
+            if run.info.experiment_id in exps:
+                return record(client, run, exps[run.info.experiment_id], history=True)
+        except MlflowException:
+            pass
+    quoted = ident.replace("'", "")
+    found = []
+    if re.fullmatch(r"[0-9a-f]{6,64}", ident):
+        found = search(client, list(exps), f"tags.spec_hash LIKE '{quoted}%'")
+    if not found:
+        found = search(client, list(exps), f"attributes.run_name = '{quoted}'")
+    if not found:
+        raise ConfigurationError(f"{ident}: no run with this id, spec hash or name in {uri}")
+    finished = [r for r in found if r.info.status == "FINISHED"] or found
+    run = max(finished, key=lambda r: r.info.start_time or 0)
+    return record(client, run, exps[run.info.experiment_id], history=True)
+
+
+def differences(recs: list[dict]) -> dict[str, list]:
+    """The spec keys whose values are not the same in every run (a missing key is None)."""
+    keys = sorted({k for r in recs for k in r["params"]})
+    return {k: [r["params"].get(k) for r in recs] for k in keys if len({r["params"].get(k) for r in recs}) > 1}
+
+
+def compare_runs(client, idents: list[str], plot: str, uri: str) -> dict:
+    from multigrain.platform.artifacts import plot_curves
+
+    recs = [resolve(client, ident, uri) for ident in idents]
+    labels = []
+    for r in recs:  # a run named twice is shown twice, under distinct labels
+        label = r["name"] or r["run_id"][:8]
+        labels.append(label if label not in labels else f"{label} ({len(labels) + 1})")
+    metric_keys = sorted({k for r in recs for k in r["metrics"] if not is_curve(k)})
+    out = {"runs": [{"label": lab, "run_id": r["run_id"], "experiment": r["experiment"],
+                     "spec_hash": r["tags"].get("spec_hash", "")} for lab, r in zip(labels, recs)],
+           "metrics": {k: [r["metrics"].get(k) for r in recs] for k in metric_keys},
+           "differences": differences(recs), "plot": str(plot)}
+    path = Path(plot)
+    if not path.parent.is_dir():
+        raise ConfigurationError(f"--plot {plot}: the folder {path.parent} does not exist")
+    lb = recs[0]["tags"].get("leaderboard_metric", "")
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".png", dir=path.parent)
+    os.close(fd)
+    try:
+        plot_curves({lab: r["history"] for lab, r in zip(labels, recs)}, Path(tmp),
+                    lb[len("test_"):] if lb.startswith("test_") else None)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return out
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return str(value)
+
+
+def render(result: dict, fmt: str = "table") -> None:
+    if fmt == "json":
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+        return
+    head = ["", *(r["label"] for r in result["runs"])]
+    sections = [("metric", result["metrics"]), ("spec key (differs)", result["differences"])]
+    if fmt == "md":
+        for title, rows in sections:
+            print("| " + " | ".join([title, *head[1:]]) + " |")
+            print("|" + "---|" * len(head))
+            for key, values in rows.items():
+                print("| " + " | ".join([key, *map(_cell, values)]) + " |")
+            print()
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        console = Console(width=200)
+        for title, rows in sections:
+            table = Table(title=title)
+            for col in [title, *head[1:]]:
+                table.add_column(col)
+            for key, values in rows.items():
+                table.add_row(key, *map(_cell, values))
+            console.print(table)
+        if not result["differences"]:
+            console.print("the runs' specs are the same")
+    print(f"learning curves: {result['plot']}")

@@ -1,0 +1,144 @@
+"""Leaderboards from MLflow: finished runs tagged ``leaderboard=true``, one row per group of seeds
+(runs whose specs differ only in the seed share a ``seed_group`` tag) shown as mean ± sample std,
+ranked within each experiment by the task's headline metric, the paper's number beside ours.
+Formats: a terminal table, Markdown, CSV and JSON."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import statistics
+import time
+from typing import Optional
+
+from multigrain.platform.papers import paper_number
+
+#: the metrics a task's leaderboard shows (test split), the run's ``leaderboard_metric`` ranks
+HEADLINE = {"ner": ("f1",), "cls": ("accuracy",), "pair": ("accuracy",), "mrc": ("em", "f1"), "mt": ("bleu",)}
+COLUMNS = ("rank", "experiment", "name", "model", "encoder", "metric", "ours", "seeds", "paper", "spec hash", "date")
+
+
+def pct(value: float) -> str:
+    """Scores in [0, 1] as percent, others (BLEU) as they are; two decimals."""
+    return f"{100 * value:.2f}" if value <= 1.0 else f"{value:.2f}"
+
+
+def mean_std(values: list[float]) -> str:
+    """``93.65 ± 0.49`` (sample std) over several values; the value alone for one."""
+    if len(values) == 1:
+        return pct(values[0])
+    scale = 100 if max(values) <= 1.0 else 1
+    return f"{scale * statistics.fmean(values):.2f} ± {scale * statistics.stdev(values):.2f}"
+
+
+def display_name(tags: dict) -> str:
+    """``resume_bilstm_big [no_global]``: the spec's name and the configuration tag of a results row."""
+    name = tags.get("spec_name") or f"{tags.get('model', '')}-{tags.get('encoder', '')}"
+    return f"{name} [{tags['config']}]" if tags.get("config") else name
+
+
+def rank_metric(rec: dict, metric: Optional[str]) -> str:
+    return metric or rec["tags"].get("leaderboard_metric") or "test_f1"
+
+
+def rows(recs: list[dict], metric: Optional[str] = None, group_seeds: bool = True) -> list[dict]:
+    """Leaderboard rows of finished leaderboard records (``records.records``): per group the best
+    run of each seed, their mean ranks; ``group_seeds`` false: one row per spec hash."""
+    groups: dict[tuple, dict[str, dict]] = {}
+    for rec in recs:
+        tags, key = rec["tags"], rank_metric(rec, metric)
+        if key not in rec["metrics"]:
+            continue
+        ident = tags.get("seed_group") if group_seeds else None
+        group = (rec["experiment"], tags.get("evaluated_on", ""), ident or tags.get("spec_hash") or rec["id"])
+        seed = (tags.get("seed") or rec["id"]) if group_seeds else ""  # ungrouped: the best run of the spec
+        seeds = groups.setdefault(group, {})
+        if seed not in seeds or rec["metrics"][key] > seeds[seed]["metrics"][key]:
+            seeds[seed] = rec
+    out = []
+    for (experiment, _, _), seeds in groups.items():
+        runs = [seeds[s] for s in sorted(seeds, key=lambda s: (len(s), s))]
+        key = rank_metric(runs[0], metric)
+        values = [r["metrics"][key] for r in runs]
+        best = max(runs, key=lambda r: r["metrics"][key])
+        tags = best["tags"]
+        task = experiment.split("/", 1)[0]
+        shown = [f"test_{m}" for m in HEADLINE.get(task, ())]
+        shown = shown if key in shown else [key]
+        cells = [mean_std([r["metrics"][k] for r in runs if k in r["metrics"]]) for k in shown
+                 if any(k in r["metrics"] for r in runs)]
+        paper = None if tags.get("config") else paper_number(experiment, tags.get("spec_name", ""))
+        out.append({"experiment": experiment, "name": display_name(tags), "model": tags.get("model", ""),
+                    "encoder": tags.get("encoder", ""), "metric": key if len(shown) == 1 else " / ".join(shown),
+                    "value": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else None,
+                    "ours": " / ".join(cells), "seeds": len(runs), "values": values, "paper": paper or "",
+                    "spec_hash": tags.get("spec_hash", ""), "run_id": best["run_id"],
+                    "run_ids": [r["run_id"] for r in runs],
+                    "date": time.strftime("%Y-%m-%d %H:%M", time.localtime((best["start_time"] or 0) / 1000)),
+                    "git_commit": tags.get("git_commit", "")})
+    out.sort(key=lambda r: (r["experiment"], -r["value"], r["name"]))
+    rank, last = 0, None
+    for row in out:
+        rank = rank + 1 if row["experiment"] == last else 1
+        last = row["experiment"]
+        row["rank"] = rank
+    return out
+
+
+def leaderboard(task: Optional[str], uri: Optional[str] = None, metric: Optional[str] = None,
+                group_seeds: bool = True) -> list[dict]:
+    """The leaderboard of ``task`` (an experiment such as ``ner/resume`` or a task such as ``ner``;
+    None: every experiment). A missing store has no rows (and is not created)."""
+    from multigrain.platform.records import FINISHED_BOARD, records
+    from multigrain.platform.tracking import open_store, tracking_uri
+
+    client = open_store(tracking_uri(uri), create=False)
+    if client is None:
+        return []
+    return rows(records(client, task, FINISHED_BOARD), metric, group_seeds)
+
+
+def _cells(row: dict) -> list[str]:
+    return [str(row["rank"]), row["experiment"], row["name"], row["model"], row["encoder"], row["metric"],
+            row["ours"], str(row["seeds"]), row["paper"] or "–", row["spec_hash"][:12], row["date"]]
+
+
+def markdown(board: list[dict]) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(_cells(r)) + " |" for r in board]
+    return "\n".join(lines) + "\n"
+
+
+def as_csv(board: list[dict]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow([*COLUMNS, "value", "std", "run id"])
+    for r in board:
+        writer.writerow([*_cells(r)[:-2], r["spec_hash"], r["date"], r["value"], "" if r["std"] is None else r["std"],
+                         r["run_id"]])
+    return buf.getvalue()
+
+
+def render(title: str, board: list[dict], fmt: str = "table", console=None) -> None:
+    """Print the leaderboard in ``fmt`` (table, md, csv or json)."""
+    import sys
+
+    if fmt == "json":
+        print(json.dumps(board, indent=2, ensure_ascii=False))
+        return
+    if fmt in ("md", "csv"):
+        sys.stdout.write(markdown(board) if fmt == "md" else as_csv(board))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or (Console() if sys.stdout.isatty() else Console(width=200))
+    if not board:
+        console.print(f"leaderboard {title}: no finished runs tagged leaderboard=true")
+        return
+    table = Table(title=f"leaderboard: {title}")
+    for col in COLUMNS:
+        table.add_column(col, justify="right" if col in ("rank", "ours", "seeds") else "left")
+    for r in board:
+        table.add_row(*_cells(r))
+    console.print(table)

@@ -1,0 +1,83 @@
+"""The MLflow UI over the project's store: ``mlflow server`` started as this process's child in
+a process group of its own, bound to 127.0.0.1 unless told otherwise, with one worker and no
+background job runner. Ctrl-C or SIGTERM stops that group (and only it). The store is read,
+never created: a missing one is an error."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from multigrain.platform.errors import ConfigurationError
+from multigrain.platform.tracking import sqlite_path
+
+READY_SECONDS = 120
+
+
+def server_command(uri: str, host: str, port: int) -> list[str]:
+    db = sqlite_path(uri)
+    root = (db.parent if db is not None else Path.cwd()) / "mlruns"
+    return [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--host", host, "--port", str(port),
+            "--workers", "1", "--default-artifact-root", str(root.resolve()), "--no-serve-artifacts"]
+
+
+def _listening(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Stop the server's process group (the one this module started) and wait for it."""
+    for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def serve(uri: str, host: str = "127.0.0.1", port: int = 5000) -> int:
+    db = sqlite_path(uri)
+    if db is not None and not db.is_file():
+        raise ConfigurationError(f"no MLflow store at {uri}: train a run (multigrain train) or import a leaderboard "
+                                 f"file (multigrain leaderboard --import FILE) first")
+    if _listening(host, port):
+        raise ConfigurationError(f"{host}:{port} is already in use; choose another --port")
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    proc = subprocess.Popen(server_command(uri, host, port), env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=None)
+
+    def terminate(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        deadline = time.monotonic() + READY_SECONDS
+        while not _listening(host, port):
+            if proc.poll() is not None:
+                raise ConfigurationError(f"the MLflow server exited ({proc.returncode}) before it listened on "
+                                         f"{host}:{port}; its messages are above")
+            if time.monotonic() > deadline:
+                raise ConfigurationError(f"the MLflow server did not listen on {host}:{port} within "
+                                         f"{READY_SECONDS} s")
+            time.sleep(0.3)
+        print(f"MLflow UI of {uri}: http://{host}:{port} (server process group {proc.pid}; Ctrl-C stops it)",
+              flush=True)
+        return proc.wait()
+    except KeyboardInterrupt:
+        print("stopping the MLflow UI", file=sys.stderr, flush=True)
+        return 0
+    finally:
+        _stop(proc)
+        signal.signal(signal.SIGTERM, previous)
