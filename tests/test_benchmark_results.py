@@ -1,7 +1,10 @@
-"""The results scripts' tracked stores: rows and seeds measured by earlier invocations (earlier
-sessions, whose run directories are gone) stay in RESULTS.md; a seed already in the store is not
-trained again; the other sections of RESULTS.md are left as they were. Training is replaced by a
-stub returning known metrics, so the tables can be checked to the digit."""
+"""The results tables come from MLflow: the results scripts record their runs as table rows, merge
+them with the portable leaderboard file (rows measured by earlier sessions and other machines stay;
+a seed already there is not trained again) and regenerate RESULTS.md's NER and sentence sections
+from the store; the other sections are left as they were. Training is replaced by a stub returning
+known metrics, so the tables can be checked to the digit. The committed file regenerates today's
+tables byte for byte."""
+import json
 import sys
 from pathlib import Path
 
@@ -13,23 +16,27 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import ner_results  # noqa: E402
 import results_md  # noqa: E402
+import results_tables  # noqa: E402
 import sentence_results  # noqa: E402
-
-
-fake_training_tracked: list = []
 
 
 @pytest.fixture
 def fake_training(monkeypatch):
     """``train_or_reuse`` stub: seed s gets test accuracy 0.80 + s/100 (13 -> 0.93); records calls."""
+    from multigrain.platform.experiment import identity
+    from multigrain.platform.specs import spec_hash
+
     calls = []
 
     def train_or_reuse(spec, run_dir, tracking_uri=None, source=None, track=True):
         calls.append((spec["seed"], str(run_dir)))
-        fake_training_tracked.append(track)
         acc = 0.80 + spec["seed"] / 100
-        return {"test": {"accuracy": acc, "macro_f1": acc - 0.01, "f1": acc}, "validation": {"accuracy": acc - 0.02,
-                "f1": acc - 0.02}, "seconds": 60.0, "best_epoch": 2, "epochs_completed": 3, "device": "GPU Fake"}
+        return {"spec_hash": spec_hash(spec), "run_dir": str(run_dir), "source": source, **identity(spec),
+                "finished": True, "leaderboard_metric": "accuracy" if spec["task"] != "ner" else "f1",
+                "test": {"accuracy": acc, "macro_f1": acc - 0.01, "f1": acc},
+                "validation": {"accuracy": acc - 0.02, "f1": acc - 0.02}, "seconds": 60.0, "best_epoch": 2,
+                "epochs_completed": 3, "device": "GPU Fake",
+                "history": [{"epoch": e, "train_loss": 1.0 / e, "validation_accuracy": acc - 0.1 / e} for e in (1, 2, 3)]}
 
     monkeypatch.setattr(results_md, "train_or_reuse", train_or_reuse)
     return calls
@@ -41,19 +48,35 @@ def results_file(tmp_path):
     return path
 
 
-def test_sentence_store_adds_seeds_without_training_kept_ones(tmp_path, fake_training):
-    results, store = results_file(tmp_path), tmp_path / "store.json"
-    results_md.save_row(store, "bq_big", {"experiment": "pair/bq", "variant": "big", "epochs": 10, "tag": None,
-                                          "overrides": [], "summary": {"test_a": "71.00 ± 0.10", "test_b": "70.90 ± 0.10",
-                                                                       "dev": "72.00 ± 0.20", "seeds": 3, "minutes": 5.0,
-                                                                       "device": "CPU", "date": "2026-11-23"}})
-    common = ["--only", "chnsenticorp_backbone", "--results", str(results), "--store", str(store),
-              "--runs-dir", str(tmp_path / "runs"), "--epochs", "3"]
-    assert sentence_results.main(common + ["--seeds", "1"]) == 0
+def board_run(run_id: str, experiment: str, key: str, tags: dict, metrics: dict) -> dict:
+    """A run of another session or machine, as a portable leaderboard file holds it."""
+    return {"id": run_id, "experiment": experiment, "name": key, "status": "FINISHED", "start_time": 1795000000000,
+            "end_time": 1795000060000, "params": {}, "history": {}, "metrics": metrics,
+            "tags": {"results_key": key, "results_row": json.dumps([run_id]), "results_time": "1795000000000",
+                     "leaderboard": "true", "device": "CPU", "date": "2026-11-23", **tags}}
+
+
+def common(tmp_path, *args):
+    return [*args, "--results", str(tmp_path / "RESULTS.md"), "--board", str(tmp_path / "board.json"),
+            "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}", "--runs-dir", str(tmp_path / "runs")]
+
+
+def test_sentence_rows_add_seeds_without_training_kept_ones(tmp_path, fake_training):
+    from multigrain.platform.portable import read_board, write_board
+
+    results = results_file(tmp_path)
+    summary = board_run("elsewhere/bq_big", "pair/bq", "bq_big", {
+        "results_table": "sentence", "spec_name": "bq_big", "num_epochs": "10", "overrides": "[]",
+        "summary_test_a": "71.00 ± 0.10", "summary_test_b": "70.90 ± 0.10", "summary_dev": "72.00 ± 0.20",
+        "summary_seeds": "3", "summary_minutes": "5.0"}, {"test_accuracy": 0.71})
+    write_board(tmp_path / "board.json", [summary])
+    args = common(tmp_path, "--only", "chnsenticorp_backbone", "--epochs", "3")
+    assert sentence_results.main(args + ["--seeds", "1"]) == 0
     assert [seed for seed, _ in fake_training] == [13]
-    assert sentence_results.main(common + ["--seeds", "2"]) == 0
+    assert sentence_results.main(args + ["--seeds", "2"]) == 0
     assert [seed for seed, _ in fake_training] == [13, 14]  # seed 13 came from the store
-    assert sentence_results.main(common + ["--seeds", "1"]) == 0  # fewer seeds asked: the stored ones stay
+    fresh = [a.replace("m.db", "fresh.db") for a in args]  # another machine: the board alone brings the seeds
+    assert sentence_results.main(fresh + ["--seeds", "1"]) == 0  # fewer seeds asked: the stored ones stay
     assert [seed for seed, _ in fake_training] == [13, 14]
 
     text = results.read_text(encoding="utf-8")
@@ -61,53 +84,83 @@ def test_sentence_store_adds_seeds_without_training_kept_ones(tmp_path, fake_tra
     # seeds 13 and 14: accuracy 93 and 94 -> 93.50 ± 0.71 (sample std); macro-F1 one less; dev two less
     assert "| cls/chnsenticorp | backbone | 93.50 ± 0.71 | 92.50 ± 0.71 | 91.50 ± 0.71 | 2 | 3 | 1.0 |" in text
     assert "| pair/bq | big | 71.00 ± 0.10 | 70.90 ± 0.10 | 72.00 ± 0.20 | 3 | 10 | 5.0 |" in text  # imported row
+    assert "GPU Fake (" in text
+    runs = read_board(tmp_path / "board.json")
+    seeds = sorted(r["tags"]["seed"] for r in runs if r["tags"].get("results_key") == "chnsenticorp_backbone")
+    assert seeds == ["13", "14"] and len(runs) == 3
+    mine = next(r for r in runs if r["tags"].get("seed") == "14")
+    assert mine["name"].startswith("chnsenticorp_backbone ") and mine["name"].endswith(" seed 14")
+    assert [e for e, _ in mine["history"]["train_loss"]] == [1, 2, 3] and mine["tags"]["spec_hash"]
 
 
-def test_sentence_runs_without_tracking_keep_the_device_they_trained_on(tmp_path, fake_training):
-    fake_training_tracked.clear()
-    results, store = results_file(tmp_path), tmp_path / "store.json"
-    assert sentence_results.main(["--only", "chnsenticorp_big_vec", "--results", str(results), "--store", str(store),
-                                  "--runs-dir", str(tmp_path / "runs"), "--seeds", "1", "--no-tracking"]) == 0
-    assert fake_training_tracked == [False]
-    (seed, run_dir), = fake_training
-    row = results_md.save_row(store)["chnsenticorp_big_vec"]
-    assert row["runs"]["13"]["device"] == "GPU Fake" and "GPU Fake (" in results.read_text(encoding="utf-8")
-    # the run dir a later invocation (or another machine) finds: stem, epochs, seed, spec hash
-    assert Path(run_dir).name == f"chnsenticorp_big_vec-e40-seed13-{row['runs']['13']['spec_hash'][:8]}"
-
-
-def test_sentence_store_drops_seeds_of_another_spec(tmp_path, fake_training):
-    results, store = results_file(tmp_path), tmp_path / "store.json"
-    common = ["--only", "chnsenticorp_backbone", "--results", str(results), "--store", str(store),
-              "--runs-dir", str(tmp_path / "runs")]
-    assert sentence_results.main(common + ["--seeds", "2", "--epochs", "3"]) == 0
-    assert sentence_results.main(common + ["--seeds", "1", "--epochs", "4"]) == 0  # a changed spec trains anew
+def test_sentence_row_drops_seeds_of_another_spec(tmp_path, fake_training):
+    results = results_file(tmp_path)
+    args = common(tmp_path, "--only", "chnsenticorp_backbone")
+    assert sentence_results.main(args + ["--seeds", "2", "--epochs", "3"]) == 0
+    assert sentence_results.main(args + ["--seeds", "1", "--epochs", "4"]) == 0  # a changed spec trains anew
     assert [seed for seed, _ in fake_training] == [13, 14, 13]
-    row = results_md.save_row(store)["chnsenticorp_backbone"]
-    assert sorted(row["runs"]) == ["13"] and row["epochs"] == 4
+    text = results.read_text(encoding="utf-8")
+    assert "| cls/chnsenticorp | backbone | 93.00 ± 0.00 | 92.00 ± 0.00 | 91.00 ± 0.00 | 1 | 4 | 1.0 |" in text
 
 
-def test_ner_store_keeps_rows_of_earlier_sessions(tmp_path, fake_training):
-    results, store = results_file(tmp_path), tmp_path / "store.json"
-    earlier = {"dataset": "msra", "model": "plte_vec", "dev_f1": 0.9354, "test_f1": 0.9060, "paper": "93.26",
-               "epochs": 10, "best_epoch": 9, "minutes": 98.9, "note": "", "device": "CPU", "date": "2026-11-23",
-               "run_dir": None}
-    results_md.save_row(store, "msra_plte_vec", earlier)
-    assert ner_results.main(["--specs", "resume_bilstm_crf", "--epochs", "3", "--results", str(results),
-                             "--store", str(store), "--runs-dir", str(tmp_path / "runs")]) == 0
+def test_ner_rows_of_earlier_sessions_stay(tmp_path, fake_training):
+    from multigrain.platform.portable import write_board
+
+    results = results_file(tmp_path)
+    earlier = board_run("elsewhere/msra_plte_vec", "ner/msra", "msra_plte_vec", {
+        "results_table": "ner", "dataset": "msra", "spec_name": "msra_plte_vec", "note": ""},
+        {"best_validation_f1": 0.9354, "test_f1": 0.9060, "epochs_completed": 10, "best_epoch": 9, "seconds": 98.9 * 60})
+    write_board(tmp_path / "board.json", [earlier])
+    assert ner_results.main(common(tmp_path, "--specs", "resume_bilstm_crf", "--epochs", "3")) == 0
     text = results.read_text(encoding="utf-8")
     lines = [line for line in text.splitlines() if line.startswith("| resume") or line.startswith("| msra")]
     assert lines == ["| resume | bilstm_crf | 91.00 | 93.00 | 91.87 (BiG Tab. IV, LSTM) | 3 (2) | 1.0 | "
                      "--epochs 3 (spec: 8) |",
-                     "| msra | plte_vec | 93.54 | 90.60 | 93.26 | 10 (9) | 98.9 |  |"]
-    assert "## CRF decode\n\nkept line\n" in text
+                     "| msra | plte_vec | 93.54 | 90.60 | 93.26 (PLTE Tab. 2) | 10 (9) | 98.9 |  |"]
+    assert "## CRF decode\n\nkept line\n" in text and "GPU Fake (" in text
 
 
-def test_default_stores_are_tracked_files():
-    for table in ("ner_results", "sentence_results"):
-        store = results_md.STORES / f"{table}.json"
-        assert store.exists() and store.is_relative_to(ROOT / "benchmarks")
-        assert results_md.save_row(store), f"{store} has no rows"
+def test_committed_board_regenerates_the_tables_byte_identically(tmp_path):
+    """A fresh clone: the committed portable file, imported into an empty MLflow store and read back
+    (what ``python benchmarks/results_tables.py`` does), gives RESULTS.md's NER and sentence tables as
+    committed; regenerated twice, the same bytes; a file without those sections gets them alone."""
+    committed = (ROOT / "benchmarks" / "RESULTS.md").read_bytes()
+    recs = results_tables.board_records(results_md.BOARD)
+    assert {r["tags"]["results_table"] for r in recs} == {"ner", "sentence"}
+    copy, bare = tmp_path / "RESULTS.md", tmp_path / "bare.md"
+    copy.write_bytes(committed)
+    bare.write_text("# Benchmark results\n", encoding="utf-8")
+    for _ in range(2):
+        results_tables.write_tables(recs, copy)
+        assert copy.read_bytes() == committed
+        results_tables.write_tables(recs, bare)
+    sections = committed.decode("utf-8").split("\n## ")
+    expected = "# Benchmark results\n\n## " + "\n## ".join(s for s in sections if s.startswith(("NER results",
+                                                                                            "Sentence results")))
+    assert bare.read_text(encoding="utf-8") == expected.rstrip("\n") + "\n"
+
+
+def test_hand_kept_stores_are_retired_and_their_rows_migrated():
+    from multigrain.platform.portable import read_board
+
+    assert not list((ROOT / "benchmarks" / "results").glob("*_results.json"))
+    runs = read_board(results_md.BOARD)
+    keys = {t: {r["tags"]["results_key"] for r in runs if r["tags"].get("results_table") == t} for t in ("ner", "sentence")}
+    assert len(keys["ner"]) == 48 and len(keys["sentence"]) == 33
+    row = next(r for r in runs if r["id"] == "results/ner/resume_bilstm_big[no_global]")
+    assert row["metrics"]["test_f1"] == 0.9313 and row["tags"]["note"] == "-o model.encoder.encoders.1.global_node=false"
+    assert row["tags"]["config"] == "no_global" and row["tags"]["seed"] == "13"
+
+
+def test_paper_numbers_live_in_one_file():
+    from multigrain.platform.papers import numbers_file, paper_number
+
+    assert numbers_file() == ROOT / "benchmarks" / "paper_numbers.json"
+    assert paper_number("ner/resume", "resume_plte_vec") == "95.40 (PLTE Tab. 1)"  # the _vec spec: the same model
+    assert paper_number("ner/weibo", "weibo_lattice_lstm") == "53.13 (PLTE Tab. 2; 58.79 later)"
+    assert paper_number("ner/resume", "resume_quickstart") is None
+    for script in ("ner_results.py", "sentence_results.py", "results_tables.py"):
+        assert "95.40" not in (ROOT / "benchmarks" / script).read_text(encoding="utf-8")
 
 
 def test_ner_seed_spread_is_mean_and_sample_std_over_seed_rows():
@@ -115,10 +168,10 @@ def test_ner_seed_spread_is_mean_and_sample_std_over_seed_rows():
     rows = {"resume_big": row(0.93), "resume_big[seed14]": row(0.94), "resume_big[seed15]": row(0.95),
             "weibo_plte": row(0.50), "weibo_plte[seed13]": row(0.52), "weibo_plte[seed14]": row(0.48),
             "msra_plte": row(0.90)}
-    lines = ner_results.seed_spread(rows)
+    lines = results_tables.seed_spread(rows)
     assert lines[2:] == ["- resume_big: test F1 94.00 ± 1.00 over seeds 13, 14, 15 (93.00, 94.00, 95.00)",
                          "- weibo_plte: test F1 50.00 ± 2.83 over seeds 13, 14 (52.00, 48.00)"]
-    assert ner_results.seed_spread({"msra_plte": row(0.9)}) == []
+    assert results_tables.seed_spread({"msra_plte": row(0.9)}) == []
 
 
 def test_export_m3e_vectors_writes_whole_tokens_with_their_rows(tmp_path, capsys):

@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 from multigrain.platform.errors import ConfigurationError
+from multigrain.platform.portable import readable_mode
 from multigrain.platform.records import experiments, is_curve, record, search
 
 
@@ -66,6 +67,7 @@ def compare_runs(client, idents: list[str], plot: str, uri: str) -> dict:
     try:
         plot_curves({lab: r["history"] for lab, r in zip(labels, recs)}, Path(tmp),
                     lb[len("test_"):] if lb.startswith("test_") else None)
+        os.chmod(tmp, readable_mode())
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)

@@ -31,6 +31,13 @@ def dumps(data: dict) -> str:
     return json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
 
 
+def readable_mode() -> int:
+    """The mode a new file gets here (mkstemp's are private)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def write_board(path: str | Path, recs: list[dict]) -> None:
     """Write the records to ``path`` through a temporary file beside it (never half-written)."""
     path = Path(path)
@@ -40,6 +47,7 @@ def write_board(path: str | Path, recs: list[dict]) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(dumps(board(recs)))
+        os.chmod(tmp, readable_mode())
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
@@ -117,8 +125,8 @@ def read_board(path: str | Path) -> list[dict]:
 
 def import_runs(client, runs: list[dict]) -> tuple[int, int]:
     """Add the runs the store does not hold (by id); (imported, already there). A run whose
-    writing fails is deleted again, so a later import adds it whole."""
-    from mlflow.entities import Metric, Param, RunTag
+    writing fails is deleted again (its id with it), so a later import adds it whole."""
+    from mlflow.entities import Metric, Param
 
     from multigrain.platform.records import known_ids
     from multigrain.platform.tracking import experiment_id
@@ -129,7 +137,7 @@ def import_runs(client, runs: list[dict]) -> tuple[int, int]:
         if run["id"] in known:
             continue
         exp_id = experiment_id(client, run["experiment"])
-        tags = {**run.get("tags", {}), "mlflow.runName": run["name"]}
+        tags = {**run.get("tags", {}), "mlflow.runName": run["name"], "portable_id": run["id"]}
         created = client.create_run(exp_id, start_time=run["start_time"], tags=tags)
         run_id = created.info.run_id
         try:
@@ -142,7 +150,6 @@ def import_runs(client, runs: list[dict]) -> tuple[int, int]:
                 client.log_batch(run_id, metrics=metrics[i:i + 100], params=params[i:i + 100], synchronous=True)
             if history:
                 _log_curves(client, run_id, history, run.get("tags", {}))
-            client.log_batch(run_id, tags=[RunTag("portable_id", run["id"])], synchronous=True)  # last: complete
             client.set_terminated(run_id, run["status"], end_time=run.get("end_time"))
         except BaseException:
             client.delete_run(run_id)

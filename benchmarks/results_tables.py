@@ -1,0 +1,283 @@
+"""The ``## NER results`` and ``## Sentence results`` sections of benchmarks/RESULTS.md, generated
+from MLflow: the runs tagged ``results_table`` (``ner`` or ``sentence``) by the results scripts.
+
+    python benchmarks/results_tables.py [--board benchmarks/results/leaderboard.json | --tracking-uri URI]
+        [--results benchmarks/RESULTS.md]
+
+By default the committed portable leaderboard file (``benchmarks/results/leaderboard.json``, the
+results' one source of truth, merged from every machine that trained them) is imported into a
+temporary MLflow store and the tables are read back from it: a fresh clone regenerates RESULTS.md's
+tables byte for byte. ``--tracking-uri`` reads an existing store instead (nothing is imported).
+
+A table row is a ``results_key`` (``resume_bilstm_big[no_global]``: the spec's name and the
+configuration tag): its runs are those its latest recorded run (``results_time``) lists in
+``results_row`` - a NER row one run, a sentence row one run per seed (mean ± std). Columns the
+MLflow metrics cannot give are tags: ``note``, ``device``, ``date``, ``overrides``,
+``num_epochs``; rows migrated from the retired hand-kept JSON stores whose per-seed values were not
+kept carry their cells as ``summary_*`` tags. The papers' numbers come from
+``benchmarks/paper_numbers.json`` (``multigrain.platform.papers``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from results_md import BOARD, RESULTS, mean_std, write_section  # noqa: E402
+
+NER_SECTION, SENTENCE_SECTION = "## NER results", "## Sentence results"
+NER_DATASETS = ["resume", "weibo", "msra"]
+NER_MODELS = ["bilstm_crf", "transformer", "star", "lattice_lstm", "plte", "plte_sgd", "big", "bilstm_big",
+              "bilstm_crf_vec", "lattice_lstm_vec", "plte_vec", "plte_sgd_vec", "big_vec", "bilstm_big_vec"]
+SENTENCE_DATASETS = [("cls", "chnsenticorp"), ("pair", "bq"), ("cls", "thucnews"), ("mrc", "cmrc2018")]
+# m3e_*: the same layers on the pretrained m3e-small backbone (optional extra multigrain[m3e])
+SENTENCE_VARIANTS = ["backbone", "mwa", "hrmf", "big", "big_vec", "m3e_backbone", "m3e_mwa", "m3e_hrmf", "m3e_big",
+                     "big_m3e_vec"]
+
+
+def sentence_spec_paths() -> list[Path]:
+    """The sentence specs that exist, in table order (not every dataset has every variant)."""
+    paths = [ROOT / "jsonnet_configs" / task / f"{name}_{variant}.jsonnet"
+             for task, name in SENTENCE_DATASETS for variant in SENTENCE_VARIANTS]
+    return [p for p in paths if p.is_file()]
+
+
+def sentence_metrics(task: str) -> tuple[str, str, str]:
+    """(test a, test b, dev) metric keys of a sentence task's table columns."""
+    return ("test_em", "test_f1", "best_validation_f1") if task == "mrc" else (
+        "test_accuracy", "test_macro_f1", "best_validation_accuracy")
+
+
+def table_rows(recs: list[dict], table: str) -> dict[str, list[dict]]:
+    """results key -> the runs of its row (see the module docstring), for one results table."""
+    mine = [r for r in recs if r["tags"].get("results_table") == table and r["status"] == "FINISHED"]
+    by_id = {r["id"]: r for r in mine}
+    latest: dict[str, dict] = {}
+    for r in mine:
+        key, when = r["tags"]["results_key"], (int(r["tags"].get("results_time", 0)), r["start_time"] or 0)
+        if key not in latest or when > latest[key][0]:
+            latest[key] = (when, r)
+    rows = {}
+    for key, (_, last) in latest.items():
+        ids = json.loads(last["tags"].get("results_row") or "[]") or [last["id"]]
+        rows[key] = [by_id[i] for i in ids if i in by_id]
+    return rows
+
+
+# ------------------------------------------------------------------------------------------ NER
+def pct(x) -> str:
+    return f"{100 * x:.2f}" if isinstance(x, (int, float)) else "–"
+
+
+def ner_row(run: dict) -> dict:
+    from multigrain.platform.papers import paper_number
+
+    tags, metrics = run["tags"], run["metrics"]
+    config = tags.get("config")
+    paper = None if config else paper_number(run["experiment"], tags["spec_name"])
+    best = metrics.get("best_epoch")
+    return {"dataset": tags["dataset"], "model": display_model(tags), "dev_f1": metrics.get("best_validation_f1"),
+            "test_f1": metrics.get("test_f1"), "paper": paper or "–",
+            "epochs": int(metrics.get("epochs_completed", int(tags.get("num_epochs", 0)))),
+            "best_epoch": "–" if best is None else int(best), "minutes": metrics.get("seconds", 0.0) / 60,
+            "note": tags.get("note", ""), "device": tags.get("device", "–"), "date": tags.get("date", "–")}
+
+
+def display_model(tags: dict) -> str:
+    variant = tags["spec_name"][len(tags["dataset"]) + 1:]
+    return f"{variant} [{tags['config']}]" if tags.get("config") else variant
+
+
+def ner_table(rows: dict) -> list[str]:
+    lines = ["| dataset | model | dev F1 | test F1 | paper test F1 | epochs (best) | minutes | note |",
+             "|---|---|---|---|---|---|---|---|"]
+    order = {(d, m): (i, j) for i, d in enumerate(NER_DATASETS) for j, m in enumerate(NER_MODELS)}
+    rank = lambda k: (*order.get(tuple(k.split("[")[0].split("_", 1)), (99, 99)), k)  # noqa: E731 tagged rows last
+    for key in sorted(rows, key=rank):
+        r = rows[key]
+        lines.append(f"| {r['dataset']} | {r['model']} | {pct(r['dev_f1'])} | {pct(r['test_f1'])} | {r['paper']} | "
+                     f"{r['epochs']} ({r['best_epoch']}) | {r['minutes']:.1f} | {r['note']} |")
+    return lines
+
+
+def seed_spread(rows: dict) -> list[str]:
+    """Test F1 mean ± sample std of each spec run with several seeds: its ``[seedN]`` rows (``--tag seedN
+    -o seed=N``), and its untagged row (the spec's own seed, 13) unless a ``[seed13]`` row replaces it."""
+    groups: dict[str, dict[int, float]] = {}
+    for key, r in rows.items():
+        m = re.fullmatch(r"(.+)\[seed(\d+)\]", key)
+        if m and isinstance(r.get("test_f1"), (int, float)):
+            groups.setdefault(m.group(1), {})[int(m.group(2))] = r["test_f1"]
+    lines = []
+    for stem in sorted(groups):
+        seeds = groups[stem]
+        if 13 not in seeds and isinstance(rows.get(stem, {}).get("test_f1"), (int, float)):
+            seeds[13] = rows[stem]["test_f1"]
+        if len(seeds) < 2:
+            continue
+        values = [seeds[k] for k in sorted(seeds)]
+        lines.append(f"- {stem}: test F1 {mean_std(values)} over seeds {', '.join(map(str, sorted(seeds)))} "
+                     f"({', '.join(pct(v) for v in values)})")
+    return ["", "Seed spread (rows tagged `seedN`, the spec's untagged row counting as seed 13 unless a `[seed13]` "
+                "row re-ran it):", *lines] if lines else []
+
+
+def ner_section(recs: list[dict]) -> list[str]:
+    rows = {key: ner_row(runs[0]) for key, runs in table_rows(recs, "ner").items() if runs}
+    devices = sorted({f"{r['device']} ({r['date']})" for r in rows.values()})
+    body = ["", f"`python benchmarks/ner_results.py` (rows from {', '.join(devices) or '–'}); span-level micro F1 "
+                "in percent, test F1 of the epoch with the best dev F1. No pretrained embeddings are available "
+                "offline: models start from random character/bigram/word vectors, or (`*_vec`) from SGNS vectors "
+                "trained by `benchmarks/pretrain_vectors.py` on the shared training text (4.8 M characters), whereas "
+                "the papers used Giga-word word2vec (PLTE, Lattice LSTM) or BERT (BiG Tab. IV: BiG, Transformer, "
+                "Star-Transformer), so compare our rows with each other. Settings and their sources: `jsonnet_configs/lib/ner_models.libsonnet`. "
+                "MLflow experiments `ner/<dataset>`.", ""]
+    return body + ner_table(rows) + seed_spread(rows)
+
+
+# ------------------------------------------------------------------------------------- sentences
+def sentence_note(found: list[str]) -> list[str]:
+    """The text above the sentence table; ``found``: the devices and dates its rows were measured on."""
+    return [
+        "",
+        f"`python benchmarks/sentence_results.py` (rows from {', '.join(found) or '–'}). Mean ± std "
+        "over the seeds run (13, 14, ...; the seeds column), in percent; each row's epochs column is its "
+        "trainer.num_epochs. Backbones: `m3e_*` rows fine-tune m3e-small (a pretrained 4-layer, 512-d Chinese "
+        "RoBERTa; optional extra `multigrain[m3e]`); the others a randomly initialised char_transformer, so "
+        "their absolute numbers are far below the papers' BERT-based ones: compare rows on the same backbone. "
+        "MWA on classification and pairs pools keys (the released code): with the paper's query pooling "
+        "([small-query] rows) the [CLS] row the classifier reads is never word-aligned, so those rows measure "
+        "an extra attention layer, not the word alignment. `big_vec`: `big` with 50-d SGNS character vectors from "
+        "`benchmarks/pretrain_vectors.py`. `m3e_big`: BiG's two bipartite layers over m3e-small's character states "
+        "(the paper's BiG-Transformer (BERT) setting, 94.92; its word2vec setting, 89.50, is `big_vec`); `big_m3e_vec`: `big_vec` with m3e-small's static 512-d input embeddings "
+        "(`benchmarks/export_m3e_vectors.py`) for the SGNS vectors (its seed 15 ran alone on 2 threads after epoch 1). ChnSentiCorp `big`/`big_vec`: the BiG paper's Table I word2vec settings (batch 128, "
+        "rate 7e-4) for 40 epochs with patience 5, chosen by dev accuracy over the tagged rows beside them; `[ema-e20]`: the same "
+        "for the paper's 20 epochs with `trainer.moving_average` 0.995 (validation, best.pt and test use an exponential "
+        "moving average of the weights; its first 3 seeds gave 90.17, seeds 16-19 were run to check it; all on a CPU, 1 thread each but seed 16 on 2); `[ema-e20-h6]`: that with the paper's 6 heads (240-d model; 4 seeds, 2 threads each, one at a time, but seed 16 on 1 thread for its first 3 epochs); `[ema-e20-h6-v300]`: that with 300-d SGNS character vectors (`pretrain_vectors.py --dim 300 --namespaces chars --out runs/vectors300`, rows written with `--vectors runs/vectors300`; 3 seeds at once, 1 thread each; all three stopped early, patience 5); `[ema-e20-h6-bigram]`: `[ema-e20-h6]` with 50-d SGNS bigram vectors beside the character ones (`char_bigram` bigram_dim 50, `runs/vectors/bigrams.vec`; the BiG paper names only character vectors; its first 3 seeds gave 90.67, seed 16 was run to check it; 2 threads each, one at a time, seed 15 stopped after epoch 3 and resumed from its last.pt in a later session: about 4.3 min per epoch, against 1.5 for `[ema-e20-h6]` on an earlier session's machine). Rows trained on "
+        "a GPU ran 3-12 trainings at once on it, so their min/run is a shared GPU's time. THUCNews test = the 10% hash bucket of test.txt; "
+        "CMRC 2018 test = the trial set (the official test set is hidden).",
+        "",
+    ]
+
+
+def sentence_row(key: str, runs: list[dict]) -> dict:
+    """The cells of a sentence row: mean ± std over its seeds' runs, or the ``summary_*`` tags of a
+    row migrated without its per-seed values."""
+    last = max(runs, key=lambda r: (int(r["tags"].get("results_time", 0)), r["start_time"] or 0))
+    tags = last["tags"]
+    row = {"experiment": last["experiment"], "variant": key.split("[")[0].split("_", 1)[1],
+           "tag": tags.get("config"), "overrides": json.loads(tags.get("overrides") or "[]"),
+           "epochs": tags.get("num_epochs", "")}
+    if "summary_test_a" in tags:
+        row.update(cells=(tags["summary_test_a"], tags["summary_test_b"], tags["summary_dev"],
+                          int(tags["summary_seeds"]), float(tags["summary_minutes"])),
+                   sources={f"{tags['device']} ({tags['date']})"})
+        return row
+    a, b, dev = sentence_metrics(last["experiment"].split("/")[0])
+    ordered = sorted(runs, key=lambda r: int(r["tags"]["seed"]))
+    pick = lambda name: [r["metrics"][name] for r in ordered if name in r["metrics"]]  # noqa: E731
+    row.update(cells=(mean_std(pick(a)), mean_std(pick(b)), mean_std(pick(dev)), len(ordered),
+                      statistics.fmean(pick("seconds") or [0.0]) / 60),
+               sources={f"{r['tags']['device']} ({r['tags']['date']})" for r in ordered})
+    return row
+
+
+def sentence_table(rows: list[dict]) -> list[str]:
+    lines = ["| experiment | model | test acc / EM | test macro-F1 / F1 | dev acc / F1 | seeds | epochs | min/run |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        model = f"{r['variant']} [{r['tag']}]" if r.get("tag") else r["variant"]
+        test_a, test_b, dev, seeds, minutes = r["cells"]
+        lines.append(f"| {r['experiment']} | {model} | {test_a} | {test_b} | {dev} | {seeds} | {r['epochs']} | "
+                     f"{minutes:.1f} |")
+    tags = {r["tag"]: r["overrides"] for r in rows if r.get("tag")}
+    if tags:
+        lines.append("")
+        lines += [f"- `[{tag}]`: " + " ".join(f"`-o {o}`" for o in overrides) for tag, overrides in sorted(tags.items())]
+    return lines
+
+
+def sentence_section(recs: list[dict], max_instances: int | None = None) -> list[str]:
+    order = {p.stem: i for i, p in enumerate(sentence_spec_paths())}
+    datasets = {f"{task}/{name}": i for i, (task, name) in enumerate(SENTENCE_DATASETS)}
+    built = {key: sentence_row(key, runs) for key, runs in table_rows(recs, "sentence").items() if runs}
+    rank = lambda kv: (datasets.get(kv[1]["experiment"], len(datasets)), kv[1].get("tag") or "",  # noqa: E731
+                       order.get(kv[0].split("[")[0], len(order)))
+    rows = [r for _, r in sorted(built.items(), key=rank)]
+    note = sentence_note(sorted(set().union(*(r["sources"] for r in rows))))
+    if max_instances:
+        note.insert(2, f"**Smoke test: every split cut to {max_instances} examples; not a result.**")
+    return note + sentence_table(rows)
+
+
+# ------------------------------------------------------------------------------------------ files
+def store_records(uri: str) -> list[dict]:
+    """Every finished run's record in the store at ``uri`` (which must exist)."""
+    from multigrain.platform.errors import ConfigurationError
+    from multigrain.platform.records import records
+    from multigrain.platform.tracking import open_store
+
+    client = open_store(uri, create=False)
+    if client is None:
+        raise ConfigurationError(f"no MLflow store at {uri}")
+    return records(client, filter_string="attributes.status = 'FINISHED'")
+
+
+def board_records(board: Path) -> list[dict]:
+    """The runs of a portable leaderboard file, imported into a temporary MLflow store and read back."""
+    from multigrain.platform.portable import import_runs, read_board
+    from multigrain.platform.tracking import open_store
+
+    runs = read_board(board)
+    with tempfile.TemporaryDirectory() as tmp:
+        uri = f"sqlite:///{Path(tmp) / 'board.db'}"
+        import_runs(open_store(uri), runs)
+        return store_records(uri)
+
+
+def write_tables(recs: list[dict], results: Path = RESULTS, max_instances: int | None = None) -> None:
+    write_section(NER_SECTION, ner_section(recs), results)
+    write_section(SENTENCE_SECTION, sentence_section(recs, max_instances), results)
+
+
+def publish(client, board: str | Path, results: Path, max_instances: int | None = None) -> None:
+    """Export the store's results runs into ``board`` (whole or not at all) and rewrite the NER and
+    sentence tables of ``results`` from the store."""
+    from multigrain.platform.portable import write_board
+    from multigrain.platform.records import records
+
+    recs = records(client, filter_string="attributes.status = 'FINISHED'", history=True)
+    write_board(board, [r for r in recs if r["tags"].get("results_table")])
+    write_tables(recs, Path(results), max_instances)
+
+
+def main(argv=None) -> int:
+    from multigrain.platform.errors import MultigrainError
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--board", default=str(BOARD), help="portable leaderboard file (default: the committed one)")
+    source.add_argument("--tracking-uri", help="read this MLflow store instead of importing --board")
+    parser.add_argument("--results", default=str(RESULTS))
+    args = parser.parse_args(argv)
+    try:
+        recs = store_records(args.tracking_uri) if args.tracking_uri else board_records(Path(args.board))
+    except MultigrainError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    write_tables(recs, Path(args.results))
+    print(f"{args.results}: {NER_SECTION[3:]} and {SENTENCE_SECTION[3:]} written from "
+          f"{args.tracking_uri or args.board} ({len(recs)} runs)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
