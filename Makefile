@@ -19,8 +19,9 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/multigrain quickstart
 
+# -rs: one line per skipped test saying why (the browser test without Chromium)
 test: $(STAMP)
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest -rs tests
 
 clean:
-	rm -rf $(VENV) runs mlruns.db build multigrain/components/heads/_viterbi*.so
+	rm -rf $(VENV) runs mlruns.db mlruns test-artifacts build multigrain/components/heads/_viterbi*.so

@@ -119,11 +119,15 @@ EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
 
 
 def experiment_id(client, name: str) -> str:
+    """The experiment ``name``, created when missing. A SQLite store's artifacts go beside it
+    (``<its folder>/mlruns/<name>``), wherever the process runs."""
     exp = client.get_experiment_by_name(name)
     if exp is not None:
         return exp.experiment_id
+    db = sqlite_path(client.tracking_uri)
+    where = str(db.parent.resolve() / "mlruns" / name) if db is not None else None
     try:
-        return client.create_experiment(name, tags=EXPERIMENT_TAGS)
+        return client.create_experiment(name, artifact_location=where, tags=EXPERIMENT_TAGS)
     except Exception:  # created concurrently
         return client.get_experiment_by_name(name).experiment_id
 
