@@ -34,6 +34,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from results_md import BOARD, RESULTS, mean_std, write_section  # noqa: E402
 
 NER_SECTION, SENTENCE_SECTION = "## NER results", "## Sentence results"
+#: the runs of the results tables
+RESULTS_RUNS = "attributes.status = 'FINISHED' and tags.results_table LIKE '%'"
 NER_DATASETS = ["resume", "weibo", "msra"]
 NER_MODELS = ["bilstm_crf", "transformer", "star", "lattice_lstm", "plte", "plte_sgd", "big", "bilstm_big",
               "bilstm_crf_vec", "lattice_lstm_vec", "plte_vec", "plte_sgd_vec", "big_vec", "bilstm_big_vec"]
@@ -220,7 +222,7 @@ def sentence_section(recs: list[dict], max_instances: int | None = None) -> list
 
 # ------------------------------------------------------------------------------------------ files
 def store_records(uri: str) -> list[dict]:
-    """Every finished run's record in the store at ``uri`` (which must exist)."""
+    """The records of the results runs in the store at ``uri`` (which must exist)."""
     from multigrain.platform.errors import ConfigurationError
     from multigrain.platform.records import records
     from multigrain.platform.tracking import open_store
@@ -228,7 +230,7 @@ def store_records(uri: str) -> list[dict]:
     client = open_store(uri, create=False)
     if client is None:
         raise ConfigurationError(f"no MLflow store at {uri}")
-    return records(client, filter_string="attributes.status = 'FINISHED'")
+    return records(client, filter_string=RESULTS_RUNS)
 
 
 def board_records(board: Path) -> list[dict]:
@@ -254,8 +256,8 @@ def publish(client, board: str | Path, results: Path, max_instances: int | None 
     from multigrain.platform.portable import write_board
     from multigrain.platform.records import records
 
-    recs = records(client, filter_string="attributes.status = 'FINISHED'", history=True)
-    write_board(board, [r for r in recs if r["tags"].get("results_table")])
+    recs = records(client, filter_string=RESULTS_RUNS, history=True)
+    write_board(board, recs)
     write_tables(recs, Path(results), max_instances)
 
 

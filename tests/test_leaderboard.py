@@ -167,3 +167,33 @@ def test_unknown_runs_and_missing_stores_are_one_error(board, tmp_path, capsys):
     assert code == 2 and "the folder" in err and not (tmp_path / "nope").exists()
     code, _, err = cli(capsys, "leaderboard", "--tracking-uri", board["uri"])
     assert code == 2 and "give a TASK" in err
+
+
+def test_a_classifier_run_carries_its_confusion_matrix(tmp_path):
+    """Gold x predicted counts of the test split (20 ChnSentiCorp reviews): they sum to the examples
+    and their diagonal is the test accuracy; drawn as a PNG."""
+    from mlflow.tracking import MlflowClient
+
+    from multigrain.platform.runs import Run
+    from multigrain.platform.tracking import RunLogger
+    from tests.test_sentence_models import tiny_spec as sentence_spec
+
+    lines = (DATA / "chnsenticorp" / "train.tsv").read_text(encoding="utf-8").splitlines()[:21]
+    data = tmp_path / "twenty.tsv"
+    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    spec = sentence_spec("classifier", {"type": "chnsenticorp"}, str(data), str(data), "backbone", str(tmp_path),
+                         epochs=3, lr=3e-3)
+    spec.update(task="cls", dataset="tiny", test_data_path=str(data))
+    uri = f"sqlite:///{tmp_path / 'm.db'}"
+    result = Run(spec, tmp_path / "run").train(logger=RunLogger(uri))
+    confusion = result["test_confusion"]
+    assert confusion["labels"] == ["0", "1"] and sum(map(sum, confusion["matrix"])) == 20
+    assert (confusion["matrix"][0][0] + confusion["matrix"][1][1]) / 20 == pytest.approx(result["test"]["accuracy"])
+    client = MlflowClient(uri)
+    (run,) = client.search_runs([client.get_experiment_by_name("cls/tiny").experiment_id])
+    saved = json.loads(open(client.download_artifacts(run.info.run_id, "confusion_matrix.json", str(tmp_path))).read())
+    assert saved == confusion
+    with Image.open(client.download_artifacts(run.info.run_id, "confusion_matrix.png", str(tmp_path))) as png:
+        assert png.format == "PNG" and png.size == (550, 400)
+    samples = json.loads(open(client.download_artifacts(run.info.run_id, "sample_predictions.json", str(tmp_path))).read())
+    assert len(samples) == 20 and all(s["label"] in ("0", "1") and s["gold_label"] in ("0", "1") for s in samples)
