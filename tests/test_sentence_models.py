@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from multigrain.components.lattice.types import Lattice
-from multigrain.components.models.classifier import CLS, SEP, Classifier, Part, fit_lengths, pack
+from multigrain.components.models.classifier import Classifier
+from multigrain.components.models.packing import CLS, SEP, Part, fit_lengths, pack
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import DataError
 from multigrain.platform.experiment import train_experiment

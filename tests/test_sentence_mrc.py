@@ -6,7 +6,7 @@ import pytest
 
 from multigrain.components.encoders.char_transformer import CharTransformer
 from multigrain.components.models.span_reader import SpanReader
-from multigrain.components.readers.text import split_chars
+from multigrain.components.text import split_chars
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import DataError
 from multigrain.platform.experiment import train_experiment

@@ -25,8 +25,9 @@ import re
 import warnings
 from typing import Any, Iterator, Literal, Optional
 
-from multigrain.components.readers.classification import SentenceReader
-from multigrain.components.readers.text import read_text, split_chars
+from multigrain.components.readers.files import read_text
+from multigrain.components.readers.sentence import SentenceReader
+from multigrain.components.text import split_chars
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import ConfigurationError, DataError
 from multigrain.platform.kinds import Reader
