@@ -15,43 +15,9 @@ import pytest
 
 from multigrain.platform import distributed as D
 from multigrain.platform.cli import main as cli_main
-from tests.conftest import DATA
+from tests.conftest import mlflow_runs, resume_tagger_spec, write_spec
 
 LR_GRID = "trainer.optimizer.lr=[0.01,0.02]"
-
-
-def tiny_spec(directory: Path) -> dict:
-    """A spec whose data files (the first 16 dev sentences of Resume NER) live in ``directory``."""
-    blocks = (DATA / "resume_ner" / "dev.char.bmes").read_text(encoding="utf-8").strip("\n").split("\n\n")
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "train.bmes").write_text("\n\n".join(blocks[:12]) + "\n\n", encoding="utf-8")
-    (directory / "dev.bmes").write_text("\n\n".join(blocks[12:16]) + "\n\n", encoding="utf-8")
-    return {
-        "task": "ner", "dataset": "tiny",
-        "dataset_reader": {"type": "resume_ner"},
-        "train_data_path": str(directory / "train.bmes"), "validation_data_path": str(directory / "dev.bmes"),
-        "test_data_path": str(directory / "dev.bmes"),
-        "data_loader": {"batch_size": 4},
-        "model": {"type": "tagger", "embedder": {"type": "char_bigram", "char_dim": 8, "bigram_dim": 8},
-                  "encoder": {"type": "bilstm", "hidden_size": 8}, "head": {"type": "crf"}},
-        "trainer": {"num_epochs": 1, "optimizer": {"type": "adam", "lr": 0.01}},
-        "seed": 7,
-    }
-
-
-def write_spec(directory: Path, spec: dict) -> str:
-    path = directory / "tiny.json"
-    path.write_text(json.dumps(spec), encoding="utf-8")
-    return str(path)
-
-
-def mlflow_runs(uri: str) -> list:
-    from mlflow.entities import ViewType
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(tracking_uri=uri)
-    ids = [e.experiment_id for e in client.search_experiments(view_type=ViewType.ALL)]
-    return list(client.search_runs(ids, max_results=1000)) if ids else []
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +49,7 @@ def workdir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def swept(ray_local, workdir):
     """``multigrain sweep`` of 2 learning rates x 2 seeds, through the CLI, on the shared Ray."""
-    spec_path = write_spec(workdir, tiny_spec(workdir / "data"))
+    spec_path = write_spec(workdir, resume_tagger_spec(workdir / "data"))
     uri = f"sqlite:///{workdir / 'mlruns.db'}"
     code = cli_main(["sweep", spec_path, "--grid", LR_GRID, "--seeds", "2", "--tracking-uri", uri,
                      "--resources", '{"num_cpus": 1, "num_gpus": 0}'])
@@ -92,7 +58,7 @@ def swept(ray_local, workdir):
 
 # ---------------------------------------------------------------------------- planning (no Ray)
 def test_grid_expansion_and_identities(tmp_path):
-    spec = tiny_spec(tmp_path)
+    spec = resume_tagger_spec(tmp_path)
     trials = D.expand_sweep(spec, D.parse_grid([LR_GRID, "model.encoder.hidden_size=[8,12]"]), 3, "tiny",
                             tmp_path / "runs")
     assert len(trials) == 2 * 2 * 3
@@ -155,7 +121,7 @@ def test_bad_sweeps_fail_before_scheduling(tmp_path, monkeypatch, capsys, argv, 
     import ray
 
     monkeypatch.chdir(tmp_path)
-    spec_path = write_spec(tmp_path, tiny_spec(tmp_path / "data"))
+    spec_path = write_spec(tmp_path, resume_tagger_spec(tmp_path / "data"))
     argv = [a.replace("{port}", str(D.free_port())) for a in argv]
     started = ray.is_initialized()
     code = cli_main(["sweep", spec_path, "--tracking-uri", f"sqlite:///{tmp_path}/m.db", *argv])
@@ -168,7 +134,7 @@ def test_bad_sweeps_fail_before_scheduling(tmp_path, monkeypatch, capsys, argv, 
 
 def test_infeasible_gpu_request_fails_before_scheduling(ray_local, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    spec_path = write_spec(tmp_path, tiny_spec(tmp_path / "data"))
+    spec_path = write_spec(tmp_path, resume_tagger_spec(tmp_path / "data"))
     code = cli_main(["sweep", spec_path, "--grid", LR_GRID, "--resources", '{"num_gpus": 2}',
                      "--tracking-uri", f"sqlite:///{tmp_path}/m.db"])
     err = capsys.readouterr().err
@@ -206,7 +172,7 @@ def test_resume_runs_only_the_missing_trials(swept, capsys):
 
 
 def test_gpu_placement_with_declared_gpu(ray_local, swept, tmp_path):
-    spec = tiny_spec(tmp_path / "data")
+    spec = resume_tagger_spec(tmp_path / "data")
     trials = D.expand_sweep(spec, [], 1, "tiny", tmp_path / "runs")
     options = D.trial_resources(None, spec, D.cluster_resources())
     assert options == {"num_cpus": 1, "num_gpus": 1}  # the cluster has a GPU: the trial asks for it
@@ -217,7 +183,7 @@ def test_gpu_placement_with_declared_gpu(ray_local, swept, tmp_path):
 
 
 def test_killed_worker_is_retried_and_no_run_is_lost(ray_local, workdir, tmp_path):
-    spec = tiny_spec(tmp_path / "data")
+    spec = resume_tagger_spec(tmp_path / "data")
     trials = D.expand_sweep(spec, [], 2, "tiny", tmp_path / "runs")
     killed = []
 
@@ -242,7 +208,7 @@ def test_killed_worker_is_retried_and_no_run_is_lost(ray_local, workdir, tmp_pat
 
 
 def test_trial_failure_is_reported_not_retried(ray_local, swept, tmp_path):
-    spec = tiny_spec(tmp_path / "data")
+    spec = resume_tagger_spec(tmp_path / "data")
     trials = D.expand_sweep(spec, [], 1, "tiny", tmp_path / "runs")
     Path(spec["train_data_path"]).write_text("", encoding="utf-8")  # valid path, no examples
     D.run_sweep(trials, {"num_cpus": 1, "num_gpus": 0}, uri=swept["scratch_uri"], poll=0.1)
