@@ -4,7 +4,8 @@ Fields: ``id``, ``question``, ``context`` (raw), ``answers: list[{"text", "answe
 (every one satisfies ``context[start:start+len(text)] == text``; usable as a training span),
 ``answer_texts: list[str]`` (every answer text as given, for EM/F1 evaluation), and
 ``question_chars`` / ``context_chars`` (``split_chars``; map ``answer_start`` to a token with
-``text.token_starts``). ``source`` line: the line of the question's ``"question"`` key.
+``token_starts``, both in ``multigrain.components.text``). ``source`` line: the line of the
+question's ``"question"`` key.
 
 What the shipped files contain, and why ``on_bad_answer`` defaults to ``"fix"``:
 ``cmrc2018_train.json`` has 21 answers whose ``answer_start`` is off by 1-2 characters,
