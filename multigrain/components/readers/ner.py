@@ -13,8 +13,8 @@ import re
 import warnings
 from typing import Iterator, Literal, Optional
 
-from multigrain.components.readers.base import LatticeReader
-from multigrain.components.readers.text import in_fraction, read_lines, shorten
+from multigrain.components.readers.base import FileReader
+from multigrain.components.readers.files import in_fraction, read_lines, shorten
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import ConfigurationError, DataError
 from multigrain.platform.kinds import Reader
@@ -53,7 +53,7 @@ def bio_violation(tags: list[str]) -> Optional[int]:
     return None
 
 
-class CharTagReader(LatticeReader):
+class CharTagReader(FileReader):
     """One ``char SEPARATOR tag`` per line, a blank line between sentences."""
 
     separator = " "

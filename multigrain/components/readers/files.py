@@ -1,37 +1,12 @@
-"""Shared helpers of the readers: strict UTF-8 line reading, character splitting, stable splits."""
+"""What the readers share about their files: strict UTF-8 reading with the line of a bad byte,
+splits chosen by a stable hash of an example, and quoting text in error messages."""
 from __future__ import annotations
 
-import re
 import zlib
 from pathlib import Path
 from typing import Iterator
 
 from multigrain.platform.errors import DataError
-
-_LATIN = re.compile(r"[A-Za-z0-9]")
-_LATIN_RUN_OR_CHAR = re.compile(r"[A-Za-z0-9]+|.", re.S)
-
-
-def split_chars(text: str, keep_latin_words: bool = True) -> list[str]:
-    """The tokens of ``text``: one per code point, or with ``keep_latin_words`` every run of
-    ASCII letters/digits as one token. Nothing is dropped: ``''.join(tokens) == text``.
-
-    Python strings hold code points, so an astral character (emoji) is never split in two;
-    full-width forms (``Ａ``, ``１``) are not ASCII and stay single tokens.
-    """
-    if keep_latin_words and _LATIN.search(text):
-        return _LATIN_RUN_OR_CHAR.findall(text)
-    return list(text)
-
-
-def token_starts(tokens: list[str]) -> list[int]:
-    """Character offset (in ``''.join(tokens)``) where each token starts, e.g. to map an MRC
-    ``answer_start`` to a token index with ``bisect_right(starts, answer_start) - 1``."""
-    starts, at = [], 0
-    for token in tokens:
-        starts.append(at)
-        at += len(token)
-    return starts
 
 
 def utf8_error(path: str, error: UnicodeDecodeError) -> DataError:
