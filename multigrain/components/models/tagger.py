@@ -6,6 +6,7 @@ Fields ``chars`` and ``tags`` (the NER readers) and optionally ``lattice``; the 
 """
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any, Optional
 
@@ -63,15 +64,28 @@ class Tagger(CharLatticeModel):
         return batch
 
     def text_to_instance(self, data: dict) -> Instance:
+        """``{"text": "..."}`` or ``{"chars": ["...", ...]}``, with optional gold ``"tags"`` (one of
+        the model's labels per character); anything else is a ValueError saying what is wrong."""
         if "chars" in data:
-            chars = list(data["chars"])
+            chars = data["chars"]
+            if not isinstance(chars, list) or not chars or not all(isinstance(c, str) and len(c) == 1 for c in chars):
+                raise ValueError('"chars" must be a non-empty list of single characters')
         elif "text" in data:
-            chars = list(data["text"])
+            text = data["text"]
+            if not isinstance(text, str) or not text:
+                raise ValueError(f'"text" must be a non-empty string, got {json.dumps(text)[:40]}')
+            chars = list(text)
         else:
             raise KeyError('expected "text" or "chars"')
         inst = Instance({"chars": chars})
         if "tags" in data:
-            inst["tags"] = list(data["tags"])
+            tags = data["tags"]
+            if not isinstance(tags, list) or len(tags) != len(chars):
+                raise ValueError(f'"tags" must be a list of one tag per character ({len(chars)})')
+            unknown = sorted({str(t) for t in tags if t not in self.labels})
+            if unknown:
+                raise ValueError(f'unknown tags {", ".join(unknown[:5])}; the model knows {", ".join(self.labels[:12])}...')
+            inst["tags"] = tags
         return inst
 
     # computation ----------------------------------------------------------
