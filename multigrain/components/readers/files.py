@@ -1,5 +1,10 @@
 """What the readers share about their files: strict UTF-8 reading with the line of a bad byte,
-splits chosen by a stable hash of an example, and quoting text in error messages."""
+splits chosen by a stable hash of an example, and quoting text in error messages.
+
+What a text file may hold (every reader): no NUL character (a NUL means a binary or damaged file),
+and no line longer than ``MAX_LINE_CHARS`` characters (bounded memory and vocabularies). Other
+control characters in free text are read as they are (BQ's training file holds backspaces);
+character columns (``readers/ner.py``) refuse them."""
 from __future__ import annotations
 
 import zlib
@@ -7,6 +12,9 @@ from pathlib import Path
 from typing import Iterator
 
 from multigrain.platform.errors import DataError
+
+#: the longest line a line-based reader accepts (a sentence, a title, a pair, a TSV row)
+MAX_LINE_CHARS = 1_000_000
 
 
 def utf8_error(path: str, error: UnicodeDecodeError) -> DataError:
@@ -32,7 +40,11 @@ def read_text(path: str) -> str:
             text = f.read()
     except UnicodeDecodeError as e:
         raise utf8_error(path, e) from None
-    return text[1:] if text.startswith("\ufeff") else text
+    text = text[1:] if text.startswith("\ufeff") else text
+    nul = text.find("\0")
+    if nul >= 0:
+        raise DataError(path, text.count("\n", 0, nul) + 1, "a NUL character: not a text file")
+    return text
 
 
 def read_lines(path: str) -> Iterator[tuple[int, str]]:
@@ -48,6 +60,11 @@ def read_lines(path: str) -> Iterator[tuple[int, str]]:
                     line = line[:-1]
                 if number == 1 and line.startswith("\ufeff"):
                     line = line[1:]
+                if "\0" in line:
+                    raise DataError(path, number, f"a NUL character at column {line.index(chr(0)) + 1}: not a text file")
+                if len(line) > MAX_LINE_CHARS:
+                    raise DataError(path, number, f"a line of {len(line):,} characters; the longest a reader accepts "
+                                                  f"is {MAX_LINE_CHARS:,}")
                 yield number, line
     except UnicodeDecodeError as e:
         raise utf8_error(path, e) from None

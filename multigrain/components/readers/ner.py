@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import unicodedata
 import warnings
 from typing import Iterator, Literal, Optional
 
@@ -101,6 +102,12 @@ class CharTagReader(FileReader):
         warnings.warn(f"{path}:{number}: {problem} breaks the {self.scheme} scheme; read as is")
 
     def _char(self, path: str, number: int, token: str) -> str:
+        """One character, not a control character: the character column of BMES files."""
+        if len(token) != 1:
+            raise DataError(path, number, f"expected one character in the character column, found {len(token):,}: "
+                                          f"{shorten(token)}")
+        if unicodedata.category(token) in ("Cc", "Cs"):
+            raise DataError(path, number, f"a control character U+{ord(token):04X} in the character column")
         return token
 
     def _tag(self, path: str, number: int, tag: str) -> str:

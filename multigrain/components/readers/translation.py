@@ -94,6 +94,8 @@ class WmtNewstestReader(TranslationReader):
         try:
             for row in rows:
                 number, previous_end = previous_end + 1, rows.line_num
+                if any("\0" in field for field in row):
+                    raise DataError(path, number, "a NUL character: not a text file")
                 if number == 1:
                     if row and row[0].startswith("\ufeff"):
                         row[0] = row[0][1:]
