@@ -324,8 +324,7 @@ def test_local_workers_give_a_serve_proxy_time_to_start(ray_local, monkeypatch):
 def test_serve_answers_like_in_process_predict(swept):
     from ray import serve
 
-    from multigrain.platform.archive import load_archive
-    from multigrain.platform.cli import read_jsonl
+    from multigrain.platform.runs import Run
 
     run_dir = next(Path("runs/sweeps/tiny").iterdir())
     named = check_archives([str(run_dir)])
@@ -337,10 +336,10 @@ def test_serve_answers_like_in_process_predict(swept):
         texts = ["张三，男，1962年出生，中国国籍。", "现任北京大学教授", "高级工程师"]
         status, body = _post(url, {"instances": [{"text": t} for t in texts]})
         assert status == 200
-        archive = load_archive(run_dir)
+        archive = Run.open(run_dir).load_archive()
         lines = Path("queries.jsonl")
         lines.write_text("".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in texts), encoding="utf-8")
-        expected = list(archive.predict_batches(read_jsonl(str(lines), archive.model)))
+        expected = list(archive.predict_batches(archive.read_json_lines(str(lines))))
         assert body["predictions"] == json.loads(json.dumps(expected))
         status, body = _post(url, {"texts": texts})
         assert status == 400 and "instances" in body["error"]
