@@ -21,7 +21,7 @@ import pytest
 
 from multigrain.platform.commands import main as cli_main
 from multigrain.platform.errors import ConfigurationError
-from multigrain.platform.ray.serve import (Limits, RequestError, check_fits, parse_instances, read_body,
+from multigrain.platform.ray.serve import (Batcher, Limits, RequestError, check_fits, parse_instances, read_body,
                                            replica_resources)
 from tests.conftest import ROOT
 from tests.ray_head import free_port
@@ -60,6 +60,7 @@ def status_of(body: bytes, limits: Limits = Limits(**LIMITS)) -> tuple[int, str]
     (b'{"instances": [', 400, "the body is not valid JSON: Expecting value: line 1 column 16 (char 15)"),
     (b'\xff\xfe{', 400, "the body is not valid JSON: "),
     (b"[" * 100_000 + b"]" * 100_000, 400, "the body is not valid JSON: nested too deeply"),
+    (b'{"instances": [{"text": "a\\ud800b"}]}', 400, "the body is not valid Unicode: a lone surrogate '\\ud800'"),
     (json.dumps({"instances": [{"text": "a"}] * 9}).encode(), 413,
      "9 instances, over the limit of 8 per request (multigrain serve --max-instances)"),
     (json.dumps({"instances": [{"text": "字" * 100_001}]}).encode(), 413,
@@ -104,6 +105,38 @@ def test_body_limit_from_content_length_before_reading_and_while_streaming():
         asyncio.run(read_body(chunked, 1_000_000))
     assert e.value.status == 413 and chunked.read == 3
     assert asyncio.run(read_body(FakeRequest([b"ab", b"c"], 3), 3)) == b"abc"
+
+
+class CountingArchive:
+    """``predict_batches`` of upper-casing; records each call's examples; fails on "boom"."""
+
+    def __init__(self):
+        self.calls = []
+        self.archive, self.batch_size = self, None
+
+    def predict_batches(self, examples, batch_size=None):
+        self.calls.append(list(examples))
+        if "boom" in examples:
+            raise ValueError("boom")
+        time.sleep(0.05)
+        return [x.upper() for x in examples]
+
+
+def test_waiting_requests_are_predicted_together_and_a_failure_stays_with_its_request():
+    loaded = CountingArchive()
+    batcher = Batcher(loaded, max_examples=4)
+
+    async def requests(groups):
+        return await asyncio.gather(*(batcher.predict(g) for g in groups), return_exceptions=True)
+
+    results = asyncio.run(requests([["a"], ["b", "c"], ["d"], ["e", "f"], ["g"]]))
+    assert results == [["A"], ["B", "C"], ["D"], ["E", "F"], ["G"]]
+    assert loaded.calls == [["a", "b", "c", "d"], ["e", "f", "g"]]  # up to 4 examples a call, in order
+    loaded.calls.clear()
+    results = asyncio.run(requests([["a"], ["b"], ["boom"], ["c"]]))
+    assert results[:2] == [["A"], ["B"]] and results[3] == ["C"]
+    assert isinstance(results[2], ValueError) and str(results[2]) == "boom"
+    assert loaded.calls == [["a", "b", "boom", "c"], ["a"], ["b"], ["boom"], ["c"]]  # the call failed: one by one
 
 
 def fake_archive(directory: Path) -> Path:
@@ -320,6 +353,7 @@ def test_answers_and_limits_over_http(server):
     (b'{"texts": ["a"]}', 'expected a JSON object {"instances": [{"text": "..."}, ...]}: no "instances" key'),
     (b'{"instances": [{"words": "a"}]}', "instances[0]: cannot make an example: "),
     (b"not json", "the body is not valid JSON: Expecting value: line 1 column 1 (char 0)"),
+    (b'{"instances": [{"text": "\\udfff"}]}', "the body is not valid Unicode: a lone surrogate"),
 ])
 def test_client_errors_are_400_with_a_clear_message(server, body, message):
     status, answer, _ = server.post(body)

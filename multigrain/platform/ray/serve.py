@@ -11,11 +11,12 @@ Long inputs do not hold short ones up. A request whose texts add up to more than
 text), at a lower CPU priority (``nice``), with a short queue (full: 429 with Retry-After). Short
 requests are answered by the ingress replicas meanwhile.
 
-Faults. Serve replicas cannot take ``max_restarts`` (Serve forbids it): the Serve controller
-health-checks replicas and replaces one that dies, reloading its archive.
+Faults: the Serve controller health-checks replicas and replaces one that dies, reloading its
+archive (Serve forbids ``max_restarts`` on replicas).
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -40,18 +41,15 @@ class Limits:
     max_instances: int = 256            # --max-instances: per request
     long_input_chars: int = 4_000       # --long-input-chars: over this in all -> the long-input replica; 0: none
     long_input_queue: int = 4           # long requests waiting per ingress replica before 429
-    max_ongoing_requests: int = 16      # per ingress replica (Serve's max_ongoing_requests)
+    max_ongoing_requests: int = 64      # per ingress replica, held by it (fewer: Serve's proxy polls for room)
     max_queued_requests: int = 256      # waiting at the proxy before 429 (Serve's max_queued_requests)
     request_timeout_s: float = 120.0    # --request-timeout: end to end, then 408
 
     def check(self) -> None:
-        for key in ("max_body_bytes", "max_text_chars", "max_instances", "long_input_queue",
-                    "max_ongoing_requests", "max_queued_requests"):
-            if getattr(self, key) < 1:
-                raise ConfigurationError(f"--{key.replace('_', '-')} {getattr(self, key)}: must be at least 1")
-        if self.long_input_chars < 0:
-            raise ConfigurationError(f"--long-input-chars {self.long_input_chars}: must be 0 (no long-input "
-                                     f"replica) or more")
+        for key, value in asdict(self).items():
+            low = 0 if key == "long_input_chars" else 1  # 0: no long-input replica
+            if key != "request_timeout_s" and value < low:
+                raise ConfigurationError(f"--{key.replace('_', '-')} {value}: must be at least {low}")
         if not self.request_timeout_s > 0:
             raise ConfigurationError(f"--request-timeout {self.request_timeout_s}: must be more than 0 seconds")
 
@@ -61,21 +59,16 @@ class RequestError(Exception):
 
     def __init__(self, status: int, message: str):
         super().__init__(message)
-        self.status = status
-        self.message = message
+        self.status, self.message = status, message
 
 
 def json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    return {str: "a string", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+    kinds = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string",
+             list: "a list", dict: "an object"}
+    return kinds.get(type(value), type(value).__name__)
 
 
-def _no_constant(name: str):
+def _no_constant(name: str):  # NaN, Infinity, -Infinity
     raise ValueError(f"{name} is not a JSON value")
 
 
@@ -125,6 +118,10 @@ def parse_instances(body: bytes, limits: Limits) -> tuple[list[dict], int]:
         raise RequestError(400, "the body is not valid JSON: nested too deeply") from None
     except ValueError as e:  # also UnicodeDecodeError
         raise RequestError(400, f"the body is not valid JSON: {e}") from None
+    try:  # \ud800-style escapes decode to lone surrogates, which no answer could hold
+        json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise RequestError(400, f"the body is not valid Unicode: a lone surrogate {e.object[e.start]!r}") from None
     if not isinstance(payload, dict):
         raise RequestError(400, f"{shape}, got {json_type(payload)}")
     if "instances" not in payload:
@@ -152,12 +149,10 @@ def parse_instances(body: bytes, limits: Limits) -> tuple[list[dict], int]:
 
 
 def loopback_replica_server() -> None:
-    """In a replica of a Ray whose node address is the loopback address (``multigrain serve``
-    without ``--address``): Ray Serve 2.60 binds every replica's inter-deployment gRPC server to
-    ``[::]:0``, all interfaces, whatever the node address (``ray/serve/_private/replica.py``,
-    ``_on_initialized``); bind it to the node address like Ray's other servers. Serve starts
-    that server after the replica's constructor, which calls this. On a cluster (any other node
-    address) nothing changes."""
+    """Ray Serve 2.60 binds each replica's inter-deployment gRPC server to ``[::]:0``, every
+    interface, whatever the node address (``ray/serve/_private/replica.py``, ``_on_initialized``,
+    which runs after the replica's constructor, which calls this). In a Ray whose node address is
+    the loopback one (``multigrain serve`` without ``--address``) bind it there; else nothing."""
     import ray
     from ray.serve._private import replica
 
@@ -177,7 +172,7 @@ def loopback_replica_server() -> None:
 
 class LoadedArchive:
     """One archive's model in a replica: examples from request instances (400 when the model
-    cannot make one) and predictions as ``archive.predict_batches`` gives them."""
+    cannot make one)."""
 
     def __init__(self, run_dir: str, batch_size: Optional[int] = None):
         from multigrain.platform.runs import Run
@@ -199,12 +194,61 @@ class LoadedArchive:
         except (ValueError, MultigrainError) as e:
             raise RequestError(400, f"cannot annotate the instances: {e}") from None
 
-    def predict(self, instances: list[dict]) -> list:
-        return list(self.archive.predict_batches(self.examples(instances), self.batch_size))
-
     def predict_one_by_one(self, instances: list[dict]) -> list:
         """Texts one at a time: memory for the longest text, not for a batch of them."""
         return [p for x in self.examples(instances) for p in self.archive.predict_batches([x], 1)]
+
+
+class Batcher:
+    """An ingress replica's model calls: one at a time, in a thread of their own (the event loop
+    goes on reading and checking requests); the requests that arrive meanwhile are predicted
+    together in the next call (up to ``max_examples``), each failure kept to its own request."""
+
+    def __init__(self, loaded: LoadedArchive, max_examples: int = 64):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.loaded, self.max_examples = loaded, max_examples
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="predict")
+        self.waiting: list = []
+        self.running = False
+
+    async def predict(self, examples: list) -> list:
+        future = asyncio.get_running_loop().create_future()
+        self.waiting.append((examples, future))
+        if not self.running:
+            self.running = True
+            asyncio.get_running_loop().create_task(self._run())
+        return await future
+
+    async def _run(self) -> None:
+        try:
+            while self.waiting:
+                batch, size = [], 0
+                while self.waiting and (not batch or size + len(self.waiting[0][0]) <= self.max_examples):
+                    examples, future = self.waiting.pop(0)
+                    if not future.done():  # not cancelled (client gone)
+                        batch.append((examples, future))
+                        size += len(examples)
+                if not batch:
+                    continue
+                results = await asyncio.get_running_loop().run_in_executor(
+                    self.executor, self._predict, [examples for examples, _ in batch])
+                for (_, future), result in zip(batch, results):
+                    if not future.done():
+                        (future.set_exception if isinstance(result, Exception) else future.set_result)(result)
+        finally:
+            self.running = False
+
+    def _predict(self, groups: list[list]) -> list:
+        try:
+            flat = list(self.loaded.archive.predict_batches([x for g in groups for x in g], self.loaded.batch_size))
+        except Exception as e:  # noqa: BLE001 - handed to the request(s) it belongs to
+            return [e] if len(groups) == 1 else [self._predict([g])[0] for g in groups]
+        out, start = [], 0
+        for group in groups:
+            out.append(flat[start:start + len(group)])
+            start += len(group)
+        return out
 
 
 def _error(status: int, message: str, headers: Optional[dict] = None):
@@ -222,14 +266,9 @@ class ArchivePredictor:
                  long_inputs: Any = None):
         loopback_replica_server()
         self.loaded = LoadedArchive(run_dir, batch_size)
-        self.archive = self.loaded.archive
+        self.batcher = Batcher(self.loaded)
         self.limits = Limits(**(limits or {}))
         self.long_inputs = long_inputs  # a DeploymentHandle of LongInputPredictor, or None
-
-    def predict(self, payload: Any) -> dict:
-        """In-process form of a request (a parsed body), for callers without HTTP."""
-        instances, _ = parse_instances(json.dumps(payload).encode(), self.limits)
-        return {"predictions": self.loaded.predict(instances)}
 
     async def __call__(self, request):
         from starlette.responses import JSONResponse
@@ -242,12 +281,10 @@ class ArchivePredictor:
             if self.long_inputs is not None and total > self.limits.long_input_chars:
                 predictions = await self._long(instances)
             else:
-                predictions = self.loaded.predict(instances)
-        except RequestError as e:
-            headers = {"Retry-After": str(RETRY_AFTER_S)} if e.status == 429 else None
-            return _error(e.status, e.message, headers)
-        except MultigrainError as e:
-            return _error(400, str(e))
+                predictions = await self.batcher.predict(self.loaded.examples(instances))
+        except (RequestError, MultigrainError) as e:
+            status = getattr(e, "status", 400)
+            return _error(status, str(e), {"Retry-After": str(RETRY_AFTER_S)} if status == 429 else None)
         return JSONResponse({"predictions": predictions})
 
     async def _long(self, instances: list[dict]) -> list:
@@ -282,10 +319,8 @@ class LongInputPredictor:
     def predict(self, instances: list[dict]):
         try:
             return self.loaded.predict_one_by_one(instances)
-        except RequestError as e:
-            return {"status": e.status, "error": e.message}
-        except MultigrainError as e:
-            return {"status": 400, "error": str(e)}
+        except (RequestError, MultigrainError) as e:
+            return {"status": getattr(e, "status", 400), "error": str(e)}
 
 
 def check_port_free(host: str, port: int) -> None:
@@ -339,8 +374,10 @@ def start_service(named: dict[str, str], host: str = "127.0.0.1", port: int = 80
     limits = limits or Limits()
     limits.check()
     actor = replica_resources(num_cpus, num_gpus, limits)
-    shutdown = {"graceful_shutdown_wait_loop_s": 0.5, "graceful_shutdown_timeout_s": 2.0}
-    serve.start(http_options={"host": host, "port": port, "request_timeout_s": limits.request_timeout_s})
+    logging = {"enable_access_log": False}  # a log line per request costs the proxy and replica ~1/4 of their time
+    shutdown = {"graceful_shutdown_wait_loop_s": 0.5, "graceful_shutdown_timeout_s": 2.0, "logging_config": logging}
+    serve.start(http_options={"host": host, "port": port, "request_timeout_s": limits.request_timeout_s},
+                logging_config=logging)
     urls = {}
     for name, run_dir in named.items():
         long_inputs = None
