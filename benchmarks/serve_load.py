@@ -261,7 +261,7 @@ def main(argv=None) -> int:
     print(SECTION + "\n" + text)
     print(json.dumps({"baseline": base, "loaded": loaded}, indent=1))
     if not args.no_write:
-        write_section(SECTION, text)
+        write_section(SECTION, SECTION + "\n" + text)  # the heading, then a blank line
     return 0
 
 
