@@ -175,6 +175,8 @@ def test_busy_port_is_one_clear_error(tmp_path, capsys):
     ("--replicas", "0", "argument --replicas: 0: must be at least 1"),
     ("--num-cpus", "-1", "argument --num-cpus: -1: must be a number more than 0"),
     ("--long-input-chars", "-5", "argument --long-input-chars: -5: must be at least 0"),
+    ("--num-gpus", "-1", "argument --num-gpus: -1: must be a number of 0 or more"),
+    ("--request-timeout", "0", "argument --request-timeout: 0: must be a number more than 0"),
 ])
 def test_bad_limits_are_one_clear_error(tmp_path, capsys, flag, value, message):
     with pytest.raises(SystemExit) as e:

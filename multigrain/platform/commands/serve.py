@@ -29,13 +29,27 @@ def at_least(minimum: int):
     return parse
 
 
-def positive_float(text: str) -> float:
+def finite_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r}: expected a number") from None
-    if not value > 0 or value == float("inf"):
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"{text}: expected a finite number")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = finite_float(text)
+    if value <= 0:
         raise argparse.ArgumentTypeError(f"{text}: must be a number more than 0")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    value = finite_float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text}: must be a number of 0 or more")
     return value
 
 
@@ -51,7 +65,8 @@ def register(subparsers) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address the HTTP proxy listens on (default 127.0.0.1)")
     p.add_argument("--port", type=port_number, default=8000, help="HTTP port, 1-65535 (default 8000)")
     p.add_argument("--num-cpus", type=positive_float, default=1.0, help="CPUs per replica (default 1)")
-    p.add_argument("--num-gpus", type=float, help="GPUs per replica (default 1 when the cluster has GPUs)")
+    p.add_argument("--num-gpus", type=non_negative_float,
+                   help="GPUs per replica (default when the cluster has GPUs: 1, or 0.5 with a long-input replica)")
     p.add_argument("--address", help="Ray cluster address (default: Ray in this process)")
     limits = p.add_argument_group("request limits (over one: HTTP 413 naming it)")
     limits.add_argument("--max-body-bytes", type=at_least(1), default=1 << 20,
