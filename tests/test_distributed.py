@@ -28,6 +28,9 @@ from tests.ray_head import free_port
 LR_GRID = "trainer.optimizer.lr=[0.01,0.02]"
 
 
+ADAM = {"type": "adam"}  # the trainer section a spec needs besides what a test varies
+
+
 @pytest.fixture(scope="module")
 def ray_local():
     import ray
@@ -123,7 +126,7 @@ def test_grid_expansion_and_identities(tmp_path):
 
 def test_summary_ranks_by_mean_over_seeds():
     def trial(i, lr, seed, dev, test):
-        t = Trial(i, (("trainer.optimizer.lr", lr),), seed, {"trainer": {"validation_metric": "+f1"}},
+        t = Trial(i, (("trainer.optimizer.lr", lr),), seed, {"trainer": {"optimizer": ADAM, "validation_metric": "+f1"}},
                   f"{i:064x}", f"r{i}")
         t.result = {"validation": {"f1": dev, "loss": 1.0}, "test": {"f1": test, "loss": 2.0}}
         t.state = "FINISHED"
@@ -142,12 +145,12 @@ def test_summary_ranks_by_mean_over_seeds():
         assert "loss" not in row["test"] and row["completed"] == 3
     minus = [trial(i, t.point[0][1], t.seed, t.result["validation"]["f1"], 0.0) for i, t in enumerate(trials)]
     for t in minus:
-        t.spec = {"trainer": {"validation_metric": "-f1"}}
+        t.spec = {"trainer": {"optimizer": ADAM, "validation_metric": "-f1"}}
     assert [r["point"]["trainer.optimizer.lr"] for r in summarize(minus)] == [0.01, 0.02]
 
 
 def test_trial_resources_rule():
-    cpu_spec, pinned = {"trainer": {}}, {"trainer": {"cuda_device": -1}}
+    cpu_spec, pinned = {"trainer": {"optimizer": ADAM}}, {"trainer": {"optimizer": ADAM, "cuda_device": -1}}
     assert trial_resources(None, cpu_spec, {"CPU": 8}) == {"num_cpus": 1, "num_gpus": 0}
     assert trial_resources(None, cpu_spec, {"CPU": 8, "GPU": 2}) == {"num_cpus": 1, "num_gpus": 1}
     assert trial_resources(None, pinned, {"CPU": 8, "GPU": 2}) == {"num_cpus": 1, "num_gpus": 0}
@@ -291,7 +294,6 @@ def test_serve_answers_like_in_process_predict(swept):
     from ray import serve
 
     from multigrain.platform.runs import Run
-    from multigrain.platform.archive import read_json_lines
 
     run_dir = next(Path("runs/sweeps/tiny").iterdir())
     named = check_archives([str(run_dir)])
@@ -306,7 +308,7 @@ def test_serve_answers_like_in_process_predict(swept):
         archive = Run.open(run_dir).load_archive()
         lines = Path("queries.jsonl")
         lines.write_text("".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in texts), encoding="utf-8")
-        expected = list(archive.predict_batches(read_json_lines(str(lines), archive.model)))
+        expected = list(archive.predict_batches(archive.read_json_lines(str(lines))))
         assert body["predictions"] == json.loads(json.dumps(expected))
         status, body = _post(url, {"texts": texts})
         assert status == 400 and "instances" in body["error"]
