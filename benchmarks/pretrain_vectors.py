@@ -14,7 +14,7 @@ Corpus (training splits only, so no NER dev/test text is seen): MSRA, Resume and
 ChnSentiCorp train, CMRC 2018 train (contexts, once each, and questions), THUCNews titles (the
 training part of dev.txt); BQ's 100k short banking questions are left out to keep the run short. Tokens are the readers' characters
 (Latin and digit runs stay whole, as the models see them), forward bigrams as the models build
-them (``multigrain.components.models.tagger.bigrams_of``) and jieba's search-mode words
+them (``multigrain.components.text.bigrams_of``) and jieba's search-mode words
 (dictionary only, no HMM: the words a lexicon lattice can contain).
 
 SGNS as in word2vec: frequent tokens subsampled (t = 1e-4), a dynamic window (offset o kept with
@@ -83,7 +83,7 @@ def tokenizations(sentences: list[list[str]], namespaces=NAMESPACES) -> dict[str
     if "chars" in namespaces:
         streams["chars"] = sentences
     if "bigrams" in namespaces:
-        from multigrain.components.models.tagger import bigrams_of
+        from multigrain.components.text import bigrams_of
 
         streams["bigrams"] = [bigrams_of(chars) for chars in sentences]
     if "words" in namespaces:

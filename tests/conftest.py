@@ -33,3 +33,84 @@ def run_cli(*args, cwd=None, env=None, timeout=600):
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-P", "-m", "multigrain.platform.cli", *map(str, args)], cwd=cwd or ROOT,
                           capture_output=True, text=True, env=full_env, timeout=timeout)
+
+
+def write_spec(directory: Path, spec: dict) -> str:
+    import json
+
+    path = directory / "tiny.json"
+    path.write_text(json.dumps(spec), encoding="utf-8")
+    return str(path)
+
+
+def mlflow_runs(uri: str) -> list:
+    from mlflow.entities import ViewType
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    ids = [e.experiment_id for e in client.search_experiments(view_type=ViewType.ALL)]
+    return list(client.search_runs(ids, max_results=1000)) if ids else []
+
+
+def resume_tagger_spec(directory: Path) -> dict:
+    """A 1-epoch BiLSTM-CRF spec whose data files (the first 16 dev sentences of Resume NER:
+    12 train, 4 dev = test) are written to ``directory``."""
+    from multigrain.testing import bilstm_tagger, copy_sentences, tiny_spec
+
+    src = DATA / "resume_ner" / "dev.char.bmes"
+    directory.mkdir(parents=True, exist_ok=True)
+    train = copy_sentences(src, directory / "train.bmes", 12)
+    dev = copy_sentences(src, directory / "dev.bmes", 16, start=12)
+    return tiny_spec(bilstm_tagger(hidden=8, dim=8, dropout=0.5), {"type": "resume_ner"}, train, dev, dev, task="ner")
+
+
+@pytest.fixture
+def tagger_overfit_data(tmp_path):
+    """Twenty Resume training sentences and their lexicon, written to tmp_path."""
+    from multigrain.testing import TaggerOverfitData
+
+    return TaggerOverfitData(DATA / "resume_ner" / "train.char.bmes", tmp_path)
+
+
+@pytest.fixture
+def single_thread():
+    """One intra-op thread: on a small shared machine two threads of tiny ops mostly wait on
+    each other (the overfitting runs are ~10x faster under load)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def random_lattice_batch(seed: int, lengths=(9, 5, 1, 7), max_word: int = 4, words_per_char: float = 0.8,
+                         chars_only_row: bool = True):
+    """A LatticeBatch of random word spans (2..max_word characters); row 2 without words."""
+    import random
+
+    from multigrain.components.lattice.types import Lattice, LatticeBatch
+
+    rng = random.Random(seed)
+    lattices = []
+    for r, n in enumerate(lengths):
+        words = set()
+        if not (chars_only_row and r == 2):
+            for _ in range(int(words_per_char * n) + 1):
+                s = rng.randrange(n)
+                e = min(n - 1, s + rng.randint(1, max_word - 1))
+                if e > s:
+                    words.add((s, e))
+        lattices.append(Lattice.from_words([chr(0x4E00 + rng.randrange(50)) for _ in range(n)], sorted(words)))
+    return LatticeBatch.collate(lattices, lambda text, is_char: 2 + sum(map(ord, text)) % 7)
+
+
+def lattice_rows(batch) -> list:
+    """Per row of a LatticeBatch: (n, [(start, end, position)] of the words)."""
+    rows = []
+    for b in range(batch.mask.shape[0]):
+        n = int(batch.n_chars[b])
+        words = [(int(batch.starts[b, t]), int(batch.ends[b, t]), t)
+                 for t in range(batch.mask.shape[1]) if batch.mask[b, t] and not batch.is_char[b, t]]
+        rows.append((n, words))
+    return rows

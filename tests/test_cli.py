@@ -3,8 +3,8 @@ import json
 import subprocess
 import sys
 
+from multigrain.testing import bilstm_tagger, copy_sentences, tiny_spec
 from tests.conftest import DATA, ROOT, run_cli
-from tests.test_training import head_sentences, tiny_spec
 
 
 def test_import_and_help_are_light():
@@ -19,10 +19,9 @@ def test_import_and_help_are_light():
 
 def test_train_track_leaderboard_evaluate_predict(tmp_path):
     src = DATA / "resume_ner" / "dev.char.bmes"
-    train = head_sentences(src, 16, tmp_path / "train.bmes")
-    dev = head_sentences(src, 6, tmp_path / "dev.bmes")
-    spec = tiny_spec(train, dev, epochs=2)
-    spec["test_data_path"] = dev
+    train = copy_sentences(src, tmp_path / "train.bmes", 16)
+    dev = copy_sentences(src, tmp_path / "dev.bmes", 6)
+    spec = tiny_spec(bilstm_tagger(), {"type": "resume_ner"}, train, dev, dev, epochs=2, task="ner", grad_clipping=5.0)
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     out = run_cli("train", "spec.json", "-s", "run1", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
@@ -83,9 +82,9 @@ def test_log_replays_runs_trained_without_tracking(tmp_path):
     """``train --no-tracking`` (a machine without the store) writes no MLflow run; ``log`` adds it
     later with the run's own metrics and curves, after checking every directory first."""
     src = DATA / "resume_ner" / "dev.char.bmes"
-    spec = tiny_spec(head_sentences(src, 12, tmp_path / "train.bmes"), head_sentences(src, 4, tmp_path / "dev.bmes"),
-                     epochs=2)
-    spec["test_data_path"] = spec["validation_data_path"]
+    train = copy_sentences(src, tmp_path / "train.bmes", 12)
+    dev = copy_sentences(src, tmp_path / "dev.bmes", 4)
+    spec = tiny_spec(bilstm_tagger(), {"type": "resume_ner"}, train, dev, dev, epochs=2, task="ner", grad_clipping=5.0)
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     out = run_cli("train", "spec.json", "-s", "run1", "--no-tracking", cwd=tmp_path)
     assert out.returncode == 0, out.stderr

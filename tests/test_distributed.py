@@ -22,44 +22,13 @@ from multigrain.platform.ray.evaluate import evaluator_pool
 from multigrain.platform.ray.serve import start_service
 from multigrain.platform.ray.sweep import Trial, expand_sweep, parse_grid, run_sweep, trial_resources
 from multigrain.platform.ray.sweep_report import summarize
-from tests.conftest import DATA, ROOT
+from tests.conftest import ROOT, mlflow_runs, resume_tagger_spec, write_spec
 from tests.ray_head import free_port
 
 LR_GRID = "trainer.optimizer.lr=[0.01,0.02]"
 
 
-def tiny_spec(directory: Path) -> dict:
-    """A spec whose data files (the first 16 dev sentences of Resume NER) live in ``directory``."""
-    blocks = (DATA / "resume_ner" / "dev.char.bmes").read_text(encoding="utf-8").strip("\n").split("\n\n")
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "train.bmes").write_text("\n\n".join(blocks[:12]) + "\n\n", encoding="utf-8")
-    (directory / "dev.bmes").write_text("\n\n".join(blocks[12:16]) + "\n\n", encoding="utf-8")
-    return {
-        "task": "ner", "dataset": "tiny",
-        "dataset_reader": {"type": "resume_ner"},
-        "train_data_path": str(directory / "train.bmes"), "validation_data_path": str(directory / "dev.bmes"),
-        "test_data_path": str(directory / "dev.bmes"),
-        "data_loader": {"batch_size": 4},
-        "model": {"type": "tagger", "embedder": {"type": "char_bigram", "char_dim": 8, "bigram_dim": 8},
-                  "encoder": {"type": "bilstm", "hidden_size": 8}, "head": {"type": "crf"}},
-        "trainer": {"num_epochs": 1, "optimizer": {"type": "adam", "lr": 0.01}},
-        "seed": 7,
-    }
-
-
-def write_spec(directory: Path, spec: dict) -> str:
-    path = directory / "tiny.json"
-    path.write_text(json.dumps(spec), encoding="utf-8")
-    return str(path)
-
-
-def mlflow_runs(uri: str) -> list:
-    from mlflow.entities import ViewType
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(tracking_uri=uri)
-    ids = [e.experiment_id for e in client.search_experiments(view_type=ViewType.ALL)]
-    return list(client.search_runs(ids, max_results=1000)) if ids else []
+ADAM = {"type": "adam"}  # the trainer section a spec needs besides what a test varies
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +60,7 @@ def workdir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def swept(ray_local, workdir):
     """``multigrain sweep`` of 2 learning rates x 2 seeds, through the CLI, on the shared Ray."""
-    spec_path = write_spec(workdir, tiny_spec(workdir / "data"))
+    spec_path = write_spec(workdir, resume_tagger_spec(workdir / "data"))
     uri = f"sqlite:///{workdir / 'mlruns.db'}"
     code = cli_main(["sweep", spec_path, "--grid", LR_GRID, "--seeds", "2", "--tracking-uri", uri,
                      "--resources", '{"num_cpus": 1, "num_gpus": 0}'])
@@ -140,7 +109,7 @@ def test_importing_the_ray_modules_imports_no_ray():
 
 # ---------------------------------------------------------------------------- planning (no Ray)
 def test_grid_expansion_and_identities(tmp_path):
-    spec = tiny_spec(tmp_path)
+    spec = resume_tagger_spec(tmp_path)
     trials = expand_sweep(spec, parse_grid([LR_GRID, "model.encoder.hidden_size=[8,12]"]), 3, "tiny",
                           tmp_path / "runs")
     assert len(trials) == 2 * 2 * 3
@@ -157,7 +126,7 @@ def test_grid_expansion_and_identities(tmp_path):
 
 def test_summary_ranks_by_mean_over_seeds():
     def trial(i, lr, seed, dev, test):
-        t = Trial(i, (("trainer.optimizer.lr", lr),), seed, {"trainer": {"validation_metric": "+f1"}},
+        t = Trial(i, (("trainer.optimizer.lr", lr),), seed, {"trainer": {"optimizer": ADAM, "validation_metric": "+f1"}},
                   f"{i:064x}", f"r{i}")
         t.result = {"validation": {"f1": dev, "loss": 1.0}, "test": {"f1": test, "loss": 2.0}}
         t.state = "FINISHED"
@@ -176,12 +145,12 @@ def test_summary_ranks_by_mean_over_seeds():
         assert "loss" not in row["test"] and row["completed"] == 3
     minus = [trial(i, t.point[0][1], t.seed, t.result["validation"]["f1"], 0.0) for i, t in enumerate(trials)]
     for t in minus:
-        t.spec = {"trainer": {"validation_metric": "-f1"}}
+        t.spec = {"trainer": {"optimizer": ADAM, "validation_metric": "-f1"}}
     assert [r["point"]["trainer.optimizer.lr"] for r in summarize(minus)] == [0.01, 0.02]
 
 
 def test_trial_resources_rule():
-    cpu_spec, pinned = {"trainer": {}}, {"trainer": {"cuda_device": -1}}
+    cpu_spec, pinned = {"trainer": {"optimizer": ADAM}}, {"trainer": {"optimizer": ADAM, "cuda_device": -1}}
     assert trial_resources(None, cpu_spec, {"CPU": 8}) == {"num_cpus": 1, "num_gpus": 0}
     assert trial_resources(None, cpu_spec, {"CPU": 8, "GPU": 2}) == {"num_cpus": 1, "num_gpus": 1}
     assert trial_resources(None, pinned, {"CPU": 8, "GPU": 2}) == {"num_cpus": 1, "num_gpus": 0}
@@ -203,7 +172,7 @@ def test_bad_sweeps_fail_before_scheduling(tmp_path, monkeypatch, capsys, argv, 
     import ray
 
     monkeypatch.chdir(tmp_path)
-    spec_path = write_spec(tmp_path, tiny_spec(tmp_path / "data"))
+    spec_path = write_spec(tmp_path, resume_tagger_spec(tmp_path / "data"))
     argv = [a.replace("{port}", str(free_port())) for a in argv]
     started = ray.is_initialized()
     code = cli_main(["sweep", spec_path, "--tracking-uri", f"sqlite:///{tmp_path}/m.db", *argv])
@@ -216,7 +185,7 @@ def test_bad_sweeps_fail_before_scheduling(tmp_path, monkeypatch, capsys, argv, 
 
 def test_infeasible_gpu_request_fails_before_scheduling(ray_local, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    spec_path = write_spec(tmp_path, tiny_spec(tmp_path / "data"))
+    spec_path = write_spec(tmp_path, resume_tagger_spec(tmp_path / "data"))
     code = cli_main(["sweep", spec_path, "--grid", LR_GRID, "--resources", '{"num_gpus": 2}',
                      "--tracking-uri", f"sqlite:///{tmp_path}/m.db"])
     err = capsys.readouterr().err
@@ -254,7 +223,7 @@ def test_resume_runs_only_the_missing_trials(swept, capsys):
 
 
 def test_gpu_placement_with_declared_gpu(ray_local, swept, tmp_path):
-    spec = tiny_spec(tmp_path / "data")
+    spec = resume_tagger_spec(tmp_path / "data")
     trials = expand_sweep(spec, [], 1, "tiny", tmp_path / "runs")
     options = trial_resources(None, spec, cluster_resources())
     assert options == {"num_cpus": 1, "num_gpus": 1}  # the cluster has a GPU: the trial asks for it
@@ -265,7 +234,7 @@ def test_gpu_placement_with_declared_gpu(ray_local, swept, tmp_path):
 
 
 def test_killed_worker_is_retried_and_no_run_is_lost(ray_local, workdir, tmp_path):
-    spec = tiny_spec(tmp_path / "data")
+    spec = resume_tagger_spec(tmp_path / "data")
     trials = expand_sweep(spec, [], 2, "tiny", tmp_path / "runs")
     killed = []
 
@@ -290,7 +259,7 @@ def test_killed_worker_is_retried_and_no_run_is_lost(ray_local, workdir, tmp_pat
 
 
 def test_trial_failure_is_reported_not_retried(ray_local, swept, tmp_path):
-    spec = tiny_spec(tmp_path / "data")
+    spec = resume_tagger_spec(tmp_path / "data")
     trials = expand_sweep(spec, [], 1, "tiny", tmp_path / "runs")
     Path(spec["train_data_path"]).write_text("", encoding="utf-8")  # valid path, no examples
     run_sweep(trials, {"num_cpus": 1, "num_gpus": 0}, uri=swept["scratch_uri"], poll=0.1)
@@ -324,8 +293,7 @@ def test_local_workers_give_a_serve_proxy_time_to_start(ray_local, monkeypatch):
 def test_serve_answers_like_in_process_predict(swept):
     from ray import serve
 
-    from multigrain.platform.archive import load_archive
-    from multigrain.platform.cli import read_jsonl
+    from multigrain.platform.runs import Run
 
     run_dir = next(Path("runs/sweeps/tiny").iterdir())
     named = check_archives([str(run_dir)])
@@ -337,10 +305,10 @@ def test_serve_answers_like_in_process_predict(swept):
         texts = ["张三，男，1962年出生，中国国籍。", "现任北京大学教授", "高级工程师"]
         status, body = _post(url, {"instances": [{"text": t} for t in texts]})
         assert status == 200
-        archive = load_archive(run_dir)
+        archive = Run.open(run_dir).load_archive()
         lines = Path("queries.jsonl")
         lines.write_text("".join(json.dumps({"text": t}, ensure_ascii=False) + "\n" for t in texts), encoding="utf-8")
-        expected = list(archive.predict_batches(read_jsonl(str(lines), archive.model)))
+        expected = list(archive.predict_batches(archive.read_json_lines(str(lines))))
         assert body["predictions"] == json.loads(json.dumps(expected))
         status, body = _post(url, {"texts": texts})
         assert status == 400 and "instances" in body["error"]
@@ -358,7 +326,7 @@ def test_evaluate_all_refuses_what_is_not_an_archive(tmp_path, capsys):
 def test_evaluator_pool_matches_in_process_and_records_rows(swept, tmp_path, capsys):
     import ray
 
-    from multigrain.platform.archive import load_archive
+    from multigrain.platform.runs import Run
     from multigrain.platform.batching import DataLoaderConfig
     from multigrain.platform.experiment import batches_for
     from multigrain.platform.leaderboard import leaderboard
@@ -371,7 +339,7 @@ def test_evaluator_pool_matches_in_process_and_records_rows(swept, tmp_path, cap
     rows = json.loads(capsys.readouterr().out)
     assert code == 0 and [r["run_dir"] for r in rows] == [str(Path(p).resolve()) for p in run_dirs]
     for row in rows:
-        archive = load_archive(row["run_dir"])
+        archive = Run.open(row["run_dir"]).load_archive()
         instances = archive.read(data)
         expected = evaluate(archive.model, batches_for(archive.model, instances, DataLoaderConfig(batch_size=64), 0,
                                                        False), archive.device)

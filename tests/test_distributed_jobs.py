@@ -10,8 +10,8 @@ import pytest
 from multigrain.platform.cli import main as cli_main
 from multigrain.platform.ray.jobs import list_jobs, wait_for_job
 from multigrain.platform.specs import spec_hash
+from tests.conftest import mlflow_runs, resume_tagger_spec, write_spec
 from tests.ray_head import LocalHead, free_port
-from tests.test_distributed import mlflow_runs, tiny_spec, write_spec
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +25,7 @@ def head(tmp_path_factory):
 
 
 def test_submit_twice_runs_one_job(head, tmp_path, capsys):
-    spec = tiny_spec(tmp_path / "data")
+    spec = resume_tagger_spec(tmp_path / "data")
     spec_path = write_spec(tmp_path, spec)
     uri = f"sqlite:///{tmp_path}/jobs.db"
     job_cwd = tmp_path / "cluster checkout"  # --cwd: where the job runs; relative paths resolve there
@@ -61,7 +61,7 @@ def test_submit_twice_runs_one_job(head, tmp_path, capsys):
 
 
 def test_submit_refuses_bad_spec_and_unreachable_head(head, tmp_path, capsys):
-    spec = tiny_spec(tmp_path / "data")
+    spec = resume_tagger_spec(tmp_path / "data")
     spec["model"]["encoder"]["hidden_size"] = "8x"
     before = list_jobs(head.dashboard_url, everything=True)
     code = cli_main(["submit", write_spec(tmp_path, spec), "--address", head.dashboard_url])

@@ -14,7 +14,8 @@ from multigrain.components.lattice.types import Lattice, LatticeBatch
 from multigrain.components.tag_schemes import ill_formed_positions
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.vocab import Vocabulary
-from tests.test_encoders_support import assert_char_tagger_overfits, random_lattice_batch, single_thread  # noqa: F401
+from multigrain.testing import ModelTestCase, char_tagger
+from tests.conftest import random_lattice_batch
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -149,12 +150,15 @@ def test_lattice_embedder_layout_and_pretrained_words(tmp_path):
     assert emb(chars, bigrams).shape == (2, 3, 4)  # no lattice: characters only
 
 
-def test_transformer_overfits_twenty_sentences(tmp_path):
-    assert_char_tagger_overfits(tmp_path, {"type": "transformer", "hidden_size": 32, "num_layers": 1, "num_heads": 4,
-                                           "dropout": 0.0, "attention_dropout": 0.0}, lattice=False, epochs=25)
+def test_transformer_overfits_twenty_sentences(tmp_path, tagger_overfit_data):
+    encoder = {"type": "transformer", "hidden_size": 32, "num_layers": 1, "num_heads": 4, "dropout": 0.0,
+               "attention_dropout": 0.0}
+    spec = tagger_overfit_data.spec(char_tagger(encoder), lattice=False, epochs=25)
+    ModelTestCase(spec, tmp_path / "run").check("f1", 0.99)
 
 
-def test_star_transformer_overfits_twenty_sentences(tmp_path):
-    assert_char_tagger_overfits(tmp_path, {"type": "star_transformer", "hidden_size": 32, "num_layers": 1,
-                                           "num_heads": 4, "dropout": 0.0, "attention_dropout": 0.0},
-                                lattice=False, epochs=30)
+def test_star_transformer_overfits_twenty_sentences(tmp_path, tagger_overfit_data):
+    encoder = {"type": "star_transformer", "hidden_size": 32, "num_layers": 1, "num_heads": 4, "dropout": 0.0,
+               "attention_dropout": 0.0}
+    spec = tagger_overfit_data.spec(char_tagger(encoder), lattice=False, epochs=30)
+    ModelTestCase(spec, tmp_path / "run").check("f1", 0.99)

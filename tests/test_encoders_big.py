@@ -7,8 +7,8 @@ import torch
 
 from multigrain.components.encoders.big import BigEncoder, BipartiteWords
 from multigrain.components.nn.positions import sinusoidal_positions
-from tests.test_encoders_support import (assert_char_tagger_overfits, lattice_rows, random_lattice_batch,  # noqa: F401
-                                         single_thread)
+from multigrain.testing import ModelTestCase, char_tagger
+from tests.conftest import lattice_rows, random_lattice_batch
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -176,6 +176,8 @@ def test_flags_change_exactly_what_they_say():
         enc(local="none", global_node=False, include_self=False)
 
 
-def test_overfits_twenty_sentences(tmp_path):
-    assert_char_tagger_overfits(tmp_path, {"type": "big", "hidden_size": 32, "num_layers": 1, "num_heads": 4,
-                                           "dropout": 0.0, "attention_dropout": 0.0}, lattice=True, epochs=25)
+def test_overfits_twenty_sentences(tmp_path, tagger_overfit_data):
+    encoder = {"type": "big", "hidden_size": 32, "num_layers": 1, "num_heads": 4, "dropout": 0.0,
+               "attention_dropout": 0.0}
+    spec = tagger_overfit_data.spec(char_tagger(encoder), lattice=True, epochs=25)
+    ModelTestCase(spec, tmp_path / "run").check("f1", 0.99)

@@ -7,8 +7,8 @@ import torch
 from multigrain.platform.config import Lazy, build
 from multigrain.platform.errors import ConfigurationError, SpecError
 from multigrain.platform.kinds import Encoder
-from tests.test_encoders_support import (assert_char_tagger_overfits, random_lattice_batch,  # noqa: F401
-                                         single_thread)
+from multigrain.testing import ModelTestCase, char_tagger
+from tests.conftest import random_lattice_batch
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -71,8 +71,10 @@ def test_spec_errors_name_their_path():
         compose({"type": "compose", "encoders": [{"type": "bilstm", "hidden_size": "8x"}]}, input_dim=4)
 
 
-def test_bilstm_then_big_overfits_twenty_sentences(tmp_path):
-    assert_char_tagger_overfits(tmp_path, {"type": "compose", "encoders": [
+def test_bilstm_then_big_overfits_twenty_sentences(tmp_path, tagger_overfit_data):
+    encoder = {"type": "compose", "encoders": [
         {"type": "bilstm", "hidden_size": 16},
         {"type": "big", "hidden_size": 32, "num_layers": 1, "num_heads": 4, "dropout": 0.0, "attention_dropout": 0.0},
-    ]}, lattice=True, epochs=25)
+    ]}
+    spec = tagger_overfit_data.spec(char_tagger(encoder), lattice=True, epochs=25)
+    ModelTestCase(spec, tmp_path / "run").check("f1", 0.99)

@@ -7,8 +7,8 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from multigrain.components.encoders.lattice_lstm import LatticeLstmEncoder
 from multigrain.components.lattice.types import Lattice, LatticeBatch
-from tests.test_encoders_support import (lattice_embedder, overfit, random_lattice_batch,  # noqa: F401
-                                         single_thread)
+from multigrain.testing import ModelTestCase, lattice_embedder
+from tests.conftest import random_lattice_batch
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -115,8 +115,7 @@ def test_without_words_it_is_a_bidirectional_lstm():
     torch.testing.assert_close(enc(x, batch.mask, {"lattice": batch}), want, atol=1e-6, rtol=1e-5)
 
 
-def test_overfits_twenty_sentences(tmp_path):
+def test_overfits_twenty_sentences(tmp_path, tagger_overfit_data):
     model = {"type": "tagger", "embedder": lattice_embedder(32),
              "encoder": {"type": "lattice_lstm", "hidden_size": 32}, "head": {"type": "crf"}}
-    result = overfit(tmp_path, model, lattice=True, epochs=30, lr=0.01)
-    assert result["validation"]["f1"] >= 0.99, result["validation"]
+    ModelTestCase(tagger_overfit_data.spec(model, lattice=True, epochs=30), tmp_path / "run").check("f1", 0.99)

@@ -9,8 +9,8 @@ import torch
 from multigrain.components.nn.attention import relation_attention
 from multigrain.components.nn.positions import sinusoidal_positions
 from multigrain.components.encoders.plte import PlteEncoder, plte_structure
-from tests.test_encoders_support import (lattice_embedder, lattice_rows, overfit, random_lattice_batch,  # noqa: F401
-                                         single_thread)
+from multigrain.testing import ModelTestCase, lattice_embedder
+from tests.conftest import lattice_rows, random_lattice_batch
 
 pytestmark = pytest.mark.usefixtures("single_thread")
 
@@ -199,9 +199,8 @@ def test_padding_and_batch_mates_do_not_change_a_sentence():
     assert not out[~batch.char_mask].any()
 
 
-def test_overfits_twenty_sentences(tmp_path):
+def test_overfits_twenty_sentences(tmp_path, tagger_overfit_data):
     model = {"type": "tagger", "embedder": lattice_embedder(32),
              "encoder": {"type": "plte", "hidden_size": 32, "num_layers": 1, "num_heads": 4, "dropout": 0.0},
              "head": {"type": "bigru_crf", "embedder_dim": 32, "hidden_size": 32, "dropout": 0.0}}
-    result = overfit(tmp_path, model, lattice=True, epochs=20, lr=0.01)
-    assert result["validation"]["f1"] >= 0.99, result["validation"]
+    ModelTestCase(tagger_overfit_data.spec(model, lattice=True, epochs=20), tmp_path / "run").check("f1", 0.99)

@@ -9,7 +9,6 @@ import torch
 from multigrain.platform.config import build
 from multigrain.platform.specs import load_spec
 from multigrain.platform.experiment import Experiment, build_vocabulary, validate_spec
-from tests.test_encoders_support import single_thread  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = sorted((ROOT / "jsonnet_configs" / "ner").glob("*.jsonnet"))

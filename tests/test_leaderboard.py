@@ -10,8 +10,8 @@ import pytest
 from PIL import Image
 
 from multigrain.platform.commands import main as cli_main
+from multigrain.testing import bilstm_tagger, copy_sentences, sentence_model, tiny_spec
 from tests.conftest import DATA
-from tests.test_training import head_sentences, tiny_spec
 
 
 def train_runs(folder, uri, variants, epochs=2):
@@ -20,11 +20,11 @@ def train_runs(folder, uri, variants, epochs=2):
     from multigrain.platform.runs import Run
     from multigrain.platform.tracking import RunLogger
 
-    src = DATA / "resume_ner" / "dev.char.bmes"
-    train = head_sentences(src, 16, folder / "train.bmes")
+    train = copy_sentences(DATA / "resume_ner" / "dev.char.bmes", folder / "train.bmes", 16)
     results = []
     for name, seed, lr in variants:
-        spec = dict(tiny_spec(train, train, epochs=epochs, lr=lr), dataset="resume", seed=seed, test_data_path=train)
+        spec = tiny_spec(bilstm_tagger(), {"type": "resume_ner"}, train, train, train, epochs=epochs, lr=lr, seed=seed,
+                         task="ner", dataset="resume", grad_clipping=5.0)
         path = folder / f"{name}.json"
         path.write_text(json.dumps(spec))
         results.append(Run(spec, folder / f"run-{name}-{seed}-{lr}", str(path)).train(logger=RunLogger(uri)))
@@ -176,14 +176,11 @@ def test_a_classifier_run_carries_its_confusion_matrix(tmp_path):
 
     from multigrain.platform.runs import Run
     from multigrain.platform.tracking import RunLogger
-    from tests.test_sentence_models import tiny_spec as sentence_spec
-
     lines = (DATA / "chnsenticorp" / "train.tsv").read_text(encoding="utf-8").splitlines()[:21]
     data = tmp_path / "twenty.tsv"
     data.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    spec = sentence_spec("classifier", {"type": "chnsenticorp"}, str(data), str(data), "backbone", str(tmp_path),
-                         epochs=3, lr=3e-3)
-    spec.update(task="cls", dataset="tiny", test_data_path=str(data))
+    spec = tiny_spec(sentence_model("classifier"), {"type": "chnsenticorp", "cache_dir": str(tmp_path)}, data, data,
+                     data, epochs=3, lr=3e-3, batch_size=5, task="cls", validation_metric="+accuracy")
     uri = f"sqlite:///{tmp_path / 'm.db'}"
     result = Run(spec, tmp_path / "run").train(logger=RunLogger(uri))
     confusion = result["test_confusion"]

@@ -73,3 +73,42 @@ def test_evaluate_says_how_many_examples_it_scored(run_dir):
     out = run_cli("evaluate", run_dir, run_dir.parent / "train.bmes")
     assert out.returncode == 0 and "train.bmes: 12 examples scored" in out.stderr
     assert json.loads(out.stdout)["f1"] >= 0.0
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"text": 123}', '"text" must be a non-empty string, got 123'),
+    ('{"text": null}', '"text" must be a non-empty string, got null'),
+    ('{"text": NaN}', '"text" must be a non-empty string, got NaN'),
+    ('{"text": ["张", "三"]}', '"text" must be a non-empty string'),
+    ('{"text": {"a": 1}}', '"text" must be a non-empty string'),
+    ('{"text": ""}', '"text" must be a non-empty string'),
+    ('{"chars": 5}', '"chars" must be a non-empty list of single characters'),
+    ('{"chars": ["张三"]}', '"chars" must be a non-empty list of single characters'),
+    ('{"text": "张三", "tags": ["O"]}', '"tags" must be a list of one tag per character (2)'),
+    ('{"text": "张三", "tags": ["O", "B-XYZ"]}', "unknown tags B-XYZ"),
+    ('{"words": "张三"}', 'expected "text" or "chars"'),
+])
+def test_bad_predict_lines_name_file_and_line(run_dir, tmp_path, line, message):
+    from multigrain.platform.archive import read_json_lines
+    from multigrain.platform.errors import DataError
+
+    lines = tmp_path / "in.jsonl"
+    lines.write_text('{"text": "张三在北京"}\n' + line + "\n", encoding="utf-8")
+    with pytest.raises(DataError) as e:
+        read_json_lines(str(lines), model_of(run_dir))
+    assert str(e.value).startswith(f"{lines}:2: cannot make an example: ") and message in str(e.value)
+
+
+_MODELS = {}
+
+
+def model_of(run_dir):
+    if run_dir not in _MODELS:
+        _MODELS[run_dir] = Run.open(run_dir).load_archive().model
+    return _MODELS[run_dir]
+
+
+def test_a_bad_predict_line_is_exit_2_from_the_command(run_dir, tmp_path):
+    lines = tmp_path / "in.jsonl"
+    lines.write_text('{"text": 123}\n', encoding="utf-8")
+    check(run_cli("predict", run_dir, lines), 'in.jsonl:1: cannot make an example: "text" must be a non-empty string')

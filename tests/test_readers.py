@@ -16,15 +16,15 @@ import pytest
 from seqeval.metrics.sequence_labeling import get_entities
 from seqeval.scheme import IOB2, IOBES, Entities
 
-from multigrain.components.readers.base import LatticeReader
+from multigrain.components.readers.base import FileReader
 from multigrain.components.readers.classification import ChnSentiCorpReader, ThucNewsTitlesReader
 from multigrain.components.readers.mrc import Cmrc2018Reader, DrcdReader
 from multigrain.components.readers.ner import MsraNerReader, ResumeNerReader, WeiboNerReader
 from multigrain.components.readers.nist import NistReader
 from multigrain.components.readers.pair import BqCorpusReader
 from multigrain.components.readers.raw_text import RawTextReader
-from multigrain.components.readers.text import split_chars, token_starts
 from multigrain.components.readers.translation import TatoebaReader, WmtNewstestReader
+from multigrain.components.text import split_chars, token_starts
 from multigrain.platform.errors import DataError
 from multigrain.platform.kinds import Reader
 
@@ -400,10 +400,10 @@ NAMES = {
 @pytest.mark.parametrize("name", sorted(NAMES))
 def test_registered_with_typed_constructor(name):
     cls = Reader.by_name(name)
-    assert cls is NAMES[name] and issubclass(cls, LatticeReader)
+    assert cls is NAMES[name] and issubclass(cls, FileReader)
     parameters = {}
     for klass in reversed(cls.__mro__):
-        if "__init__" in vars(klass) and issubclass(klass, LatticeReader):
+        if "__init__" in vars(klass) and issubclass(klass, FileReader):
             parameters.update(inspect.signature(klass.__init__).parameters)
     parameters = {k: p for k, p in parameters.items() if k != "self" and p.kind is p.POSITIONAL_OR_KEYWORD}
     assert {"lattice_builder", "cache_dir", "max_instances"} <= set(parameters)

@@ -181,8 +181,44 @@ def test_empty_file(tmp_path, cls):
     assert_error(reader, path, None, "empty file")
 
 
+@pytest.mark.parametrize("cls, name, template", READERS, ids=[r[0].__name__ for r in READERS])
+def test_a_nul_character_names_its_line(tmp_path, cls, name, template):
+    path = write(tmp_path, name, template.replace("{bad}", "\0"))
+    reader = {NistReader: lambda: cls(references=[]), MsraNerReader: lambda: cls(format="sighan")}.get(cls, cls)()
+    assert_error(reader, path, 4, "a NUL character", "not a text file")
+
+
+@pytest.mark.parametrize("cls, name, template", [r for r in READERS if r[0] not in (Cmrc2018Reader, NistReader)],
+                         ids=[r[0].__name__ for r in READERS if r[0] not in (Cmrc2018Reader, NistReader)])
+def test_an_over_long_line_names_its_line(tmp_path, cls, name, template):
+    from multigrain.components.readers.files import MAX_LINE_CHARS
+
+    path = write(tmp_path, name, template.replace("{bad}", "长" * (MAX_LINE_CHARS + 1)))
+    reader = cls(format="sighan") if cls is MsraNerReader else cls()
+    limit = "field larger than field limit" if cls is WmtNewstestReader else f"the longest a reader accepts is {MAX_LINE_CHARS:,}"
+    assert_error(reader, path, 4, limit)
+
+
+def test_character_columns_hold_one_character_and_no_control_character(tmp_path):
+    path = write(tmp_path, "two.bmes", "中 O\n国家 O\n")
+    assert_error(ResumeNerReader(), path, 2, "expected one character in the character column, found 2: '国家'")
+    path = write(tmp_path, "big.bmes", "中 O\n" + "长" * 2_000_000 + " O\n")
+    assert_error(ResumeNerReader(), path, 2, "a line of 2,000,002 characters")
+    path = write(tmp_path, "long.bmes", "中 O\n" + "长" * 500 + " O\n")
+    assert_error(ResumeNerReader(), path, 2, "found 500")
+    path = write(tmp_path, "ctrl.bmes", "中 O\n\x07 O\n")
+    assert_error(ResumeNerReader(), path, 2, "a control character U+0007 in the character column")
+
+
+def test_free_text_keeps_other_control_characters(tmp_path):
+    """The documented policy: BQ's own training file holds backspaces; they are read as they are."""
+    path = write(tmp_path, "bq.txt", "你\x08好_!_您好_!_1\n")
+    (instance,) = list(BqCorpusReader().read(path))
+    assert "\x08" in "".join(instance["chars_a"]) or "\x08" in instance.get("text_a", "")
+
+
 def test_bad_utf8_far_into_a_long_file(tmp_path):
-    lines = [f"第{i}句 O\n\n" for i in range(5000)]
+    lines = [f"{chr(0x4E00 + i % 100)} O\n\n" for i in range(5000)]
     content = "".join(lines).encode("utf-8")
     path = write(tmp_path, "long.bmes", content + b"\xc3\x28 O\n")
     assert_error(ResumeNerReader(), path, 10001, "not valid UTF-8")

@@ -12,7 +12,7 @@ import time
 import pytest
 import torch
 
-from tests.conftest import DATA, ROOT
+from tests.conftest import DATA
 
 
 def head_sentences(src, n, dst):

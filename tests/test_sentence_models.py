@@ -1,41 +1,21 @@
-"""Classifier and pair classifier (backbone, +MWA, +HRMF): packing, overfitting 20 examples through
-``train_experiment``, labels outside the label set, over-long inputs."""
+"""Classifier and pair classifier (backbone, +MWA, +HRMF): packing, the model test case (20
+examples through ``Run.train``), labels outside the label set, over-long inputs."""
 import numpy as np
 import pytest
 import torch
 
 from multigrain.components.lattice.types import Lattice
-from multigrain.components.models.classifier import CLS, SEP, Classifier, Part, fit_lengths, pack
+from multigrain.components.models.classifier import Classifier
+from multigrain.components.models.packing import CLS, SEP, Part, fit_lengths, pack
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import DataError
-from multigrain.platform.runs import train_experiment
+from multigrain.platform.runs import Run
 from multigrain.platform.vocab import Vocabulary
+from multigrain.testing import ModelTestCase, sentence_model, sentence_reader, tiny_spec
 from tests.conftest import DATA, ROOT
 
-#: seg_ids rows [voted, jieba, snownlp]: MWA uses all three, HRMF the voted one
-BUILDER = {"type": "voting", "segmenters": ["jieba", "snownlp"], "keep_all": True}
-LAYERS = {
-    "backbone": None,
-    "mwa": {"type": "mwa", "num_heads": 2, "dropout": 0.0},
-    "hrmf": {"type": "hrmf", "num_heads": 2, "word_dim": 16, "dropout": 0.0},
-}
-
-
-def tiny_spec(model_type, reader, train, dev, layer, cache_dir, epochs=30, lr=1e-3, metric="+accuracy",
-              batch_size=5, **model_options):
-    reader = dict(reader, cache_dir=cache_dir)
-    if LAYERS[layer] is not None:
-        reader["lattice_builder"] = BUILDER
-    model = {"type": model_type, "max_length": 40,
-             "embedder": {"type": "char_transformer", "hidden_size": 32, "num_layers": 2, "num_heads": 2,
-                          "max_length": 64, "dropout": 0.0, "attention_dropout": 0.0},
-             **model_options}
-    if LAYERS[layer] is not None:
-        model["encoder"] = LAYERS[layer]
-    return {"task": "test", "dataset": "tiny", "dataset_reader": reader, "train_data_path": train,
-            "validation_data_path": dev, "data_loader": {"batch_size": batch_size}, "model": model,
-            "trainer": {"num_epochs": epochs, "optimizer": {"type": "adam", "lr": lr}, "validation_metric": metric},
-            "seed": 3}
+#: the training of every sentence-model test
+TRAINING = {"epochs": 30, "lr": 1e-3, "batch_size": 5, "seed": 3, "validation_metric": "+accuracy"}
 
 
 @pytest.fixture(scope="module")
@@ -44,20 +24,30 @@ def cache_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def senti_file(tmp_path_factory):
-    lines = (DATA / "chnsenticorp" / "train.tsv").read_text(encoding="utf-8").splitlines()[:21]
-    path = tmp_path_factory.mktemp("senti") / "twenty.tsv"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return str(path)
+def senti_files(tmp_path_factory):
+    """(20 training examples, 20 held-out ones) of ChnSentiCorp."""
+    lines = (DATA / "chnsenticorp" / "train.tsv").read_text(encoding="utf-8").splitlines()
+    directory = tmp_path_factory.mktemp("senti")
+    (directory / "twenty.tsv").write_text("\n".join(lines[:21]) + "\n", encoding="utf-8")
+    (directory / "held_out.tsv").write_text("\n".join(lines[:1] + lines[21:41]) + "\n", encoding="utf-8")
+    return str(directory / "twenty.tsv"), str(directory / "held_out.tsv")
 
 
 @pytest.fixture(scope="module")
-def bq_file(tmp_path_factory):
+def senti_file(senti_files):
+    return senti_files[0]
+
+
+@pytest.fixture(scope="module")
+def bq_files(tmp_path_factory):
+    """(20 training pairs, 10 + 10 of each label; 20 held-out pairs) of BQ."""
     lines = (DATA / "bq_corpus" / "train.txt").read_text(encoding="utf-8").splitlines()[:400]
     picked = [x for x in lines if x.endswith("_!_1")][:10] + [x for x in lines if x.endswith("_!_0")][:10]
-    path = tmp_path_factory.mktemp("bq") / "twenty.txt"
-    path.write_text("\n".join(picked) + "\n", encoding="utf-8")
-    return str(path)
+    held_out = [x for x in lines if x not in picked][:20]
+    directory = tmp_path_factory.mktemp("bq")
+    (directory / "twenty.txt").write_text("\n".join(picked) + "\n", encoding="utf-8")
+    (directory / "held_out.txt").write_text("\n".join(held_out) + "\n", encoding="utf-8")
+    return str(directory / "twenty.txt"), str(directory / "held_out.txt")
 
 
 # ------------------------------------------------------------------------------------- packing
@@ -123,32 +113,33 @@ def test_bigrams_follow_each_text_and_skip_special_tokens():
     assert "bigrams" not in plain.tensorize([Instance({"chars_a": a, "chars_b": b, "label": "1"})])
 
 
-# ------------------------------------------------------------------------------------- overfitting
+# ------------------------------------------------------------------------------------- model test case
 @pytest.mark.parametrize("layer", ["backbone", "mwa", "hrmf"])
-def test_classifier_overfits_twenty_examples(tmp_path, senti_file, cache_dir, layer):
-    spec = tiny_spec("classifier", {"type": "chnsenticorp"}, senti_file, senti_file, layer, cache_dir)
-    result = train_experiment(spec, tmp_path / "run")
-    assert result["validation"]["accuracy"] == 1.0, result["history"][-1]
+def test_classifier_model_test_case(tmp_path, senti_files, cache_dir, layer):
+    train, held_out = senti_files
+    spec = tiny_spec(sentence_model("classifier", layer), sentence_reader({"type": "chnsenticorp"}, layer, cache_dir),
+                     train, train, held_out if layer == "backbone" else None, **TRAINING)
+    result = ModelTestCase(spec, tmp_path / "run").check("accuracy")
     assert result["validation"]["macro_f1"] == 1.0
 
 
 @pytest.mark.parametrize("bigram_dim", [0, 16])
-def test_big_classifier_overfits_twenty_examples(tmp_path, senti_file, cache_dir, bigram_dim):
+def test_big_classifier_model_test_case(tmp_path, senti_file, cache_dir, bigram_dim):
     """The chnsenticorp_big spec's shape: lexicon lattice, char(+bigram) embeddings, BiG, mean pooling."""
-    spec = tiny_spec("classifier", {"type": "chnsenticorp", "lattice_builder": {"type": "lexicon"}}, senti_file,
-                     senti_file, "backbone", cache_dir, head={"type": "classifier", "pooling": "mean"})
-    spec["model"]["embedder"] = {"type": "char_bigram", "char_dim": 32, "bigram_dim": bigram_dim, "dropout": 0.0}
-    spec["model"]["encoder"] = {"type": "big", "hidden_size": 32, "num_layers": 1, "num_heads": 4, "dropout": 0.0,
-                                "attention_dropout": 0.0}
-    result = train_experiment(spec, tmp_path / "run")
-    assert result["validation"]["accuracy"] == 1.0, result["history"][-1]
+    model = sentence_model("classifier", head={"type": "classifier", "pooling": "mean"})
+    model["embedder"] = {"type": "char_bigram", "char_dim": 32, "bigram_dim": bigram_dim, "dropout": 0.0}
+    model["encoder"] = {"type": "big", "hidden_size": 32, "num_layers": 1, "num_heads": 4, "dropout": 0.0,
+                        "attention_dropout": 0.0}
+    reader = {"type": "chnsenticorp", "lattice_builder": {"type": "lexicon"}, "cache_dir": cache_dir}
+    ModelTestCase(tiny_spec(model, reader, senti_file, senti_file, **TRAINING), tmp_path / "run").check("accuracy")
 
 
 @pytest.mark.parametrize("layer", ["backbone", "mwa", "hrmf"])
-def test_pair_classifier_overfits_twenty_pairs(tmp_path, bq_file, cache_dir, layer):
-    spec = tiny_spec("pair_classifier", {"type": "bq_corpus"}, bq_file, bq_file, layer, cache_dir)
-    result = train_experiment(spec, tmp_path / "run")
-    assert result["validation"]["accuracy"] == 1.0, result["history"][-1]
+def test_pair_classifier_model_test_case(tmp_path, bq_files, cache_dir, layer):
+    train, held_out = bq_files
+    spec = tiny_spec(sentence_model("pair_classifier", layer), sentence_reader({"type": "bq_corpus"}, layer, cache_dir),
+                     train, train, held_out if layer == "backbone" else None, **TRAINING)
+    ModelTestCase(spec, tmp_path / "run").check("accuracy")
 
 
 def test_classifier_on_a_local_hf_transformer(tmp_path, senti_file):
@@ -163,34 +154,33 @@ def test_classifier_on_a_local_hf_transformer(tmp_path, senti_file):
     BertModel(BertConfig(vocab_size=len(tokens), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                          intermediate_size=64, max_position_embeddings=64, hidden_dropout_prob=0.0,
                          attention_probs_dropout_prob=0.0)).save_pretrained(model_dir)
-    spec = tiny_spec("classifier", {"type": "chnsenticorp"}, senti_file, senti_file, "backbone", str(tmp_path / "c"))
-    spec["model"]["embedder"] = {"type": "hf_transformer", "model_path": str(model_dir)}
-    result = train_experiment(spec, tmp_path / "run")
-    assert result["validation"]["accuracy"] == 1.0, result["history"][-1]
+    model = dict(sentence_model("classifier"), embedder={"type": "hf_transformer", "model_path": str(model_dir)})
+    spec = tiny_spec(model, {"type": "chnsenticorp", "cache_dir": str(tmp_path / "c")}, senti_file, senti_file,
+                     **TRAINING)
+    ModelTestCase(spec, tmp_path / "run").check("accuracy")
 
 
 # ------------------------------------------------------------------------------------- bad labels
 def test_label_outside_the_label_set_names_file_and_line(tmp_path, senti_file):
-    from multigrain.platform.archive import load_archive
     from multigrain.platform.experiment import batches_for
     from multigrain.platform.batching import DataLoaderConfig
     from multigrain.platform.training import evaluate
 
-    spec = tiny_spec("classifier", {"type": "chnsenticorp"}, senti_file, senti_file, "backbone",
-                     str(tmp_path / "c"), epochs=1)
-    train_experiment(spec, tmp_path / "run")
+    reader = {"type": "chnsenticorp", "cache_dir": str(tmp_path / "c")}
+    spec = tiny_spec(sentence_model("classifier"), reader, senti_file, senti_file, **dict(TRAINING, epochs=1))
+    Run(spec, tmp_path / "run").train()
     bad = tmp_path / "eval.tsv"
     bad.write_text("label\ttext_a\n1\t很好\n2\t一般般\n", encoding="utf-8")
-    archive = load_archive(tmp_path / "run")
+    archive = Run.open(tmp_path / "run").load_archive()
     batches = batches_for(archive.model, archive.read(str(bad)), DataLoaderConfig(batch_size=4), 0, False)
     with pytest.raises(DataError, match=r"eval\.tsv:3: label '2' is not in the label set \(0, 1\)"):
         evaluate(archive.model, batches, archive.device)
 
     # a label set fixed in the spec catches it during training's own evaluation too
-    fixed = tiny_spec("classifier", {"type": "chnsenticorp"}, senti_file, str(bad), "backbone",
-                      str(tmp_path / "c"), epochs=1, labels=["0", "1"])
+    fixed = tiny_spec(sentence_model("classifier", labels=["0", "1"]), reader, senti_file, str(bad),
+                      **dict(TRAINING, epochs=1))
     with pytest.raises(DataError, match=r"eval\.tsv:3: label '2'"):
-        train_experiment(fixed, tmp_path / "fixed")
+        Run(fixed, tmp_path / "fixed").train()
 
 
 # ------------------------------------------------------------------------------------- specs

@@ -1,18 +1,22 @@
-"""Span reader (backbone, +MWA, +HRMF, BiG): windows and answer mapping, overfitting 20 CMRC 2018
-questions through ``train_experiment``, and bad MRC input."""
+"""Span reader (backbone, +MWA, +HRMF, BiG): windows and answer mapping, the model test case (20
+CMRC 2018 questions through ``Run.train``), and bad MRC input."""
 import json
 
 import pytest
 
 from multigrain.components.encoders.char_transformer import CharTransformer
 from multigrain.components.models.span_reader import SpanReader
-from multigrain.components.readers.text import split_chars
+from multigrain.components.text import split_chars
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import DataError
-from multigrain.platform.runs import train_experiment
 from multigrain.platform.vocab import Vocabulary
+from multigrain.testing import ModelTestCase, sentence_model, sentence_reader, tiny_spec
 from tests.conftest import DATA
-from tests.test_sentence_models import tiny_spec
+
+#: the training of every span-reader test
+TRAINING = {"epochs": 25, "lr": 3e-3, "batch_size": 4, "seed": 3, "validation_metric": "+f1"}
+SPAN_READER = {"max_length": 64, "max_query_length": 16, "doc_stride": 24,
+               "head": {"type": "span", "dropout": 0.0, "max_answer_length": 30}}
 
 
 @pytest.fixture(scope="module")
@@ -20,12 +24,11 @@ def cache_dir(tmp_path_factory):
     return str(tmp_path_factory.mktemp("lattice-cache"))
 
 
-@pytest.fixture(scope="module")
-def twenty_questions(tmp_path_factory):
-    """20 trial questions (answers <= 24 characters), each context cut to 40 characters either
-    side of its answer: about 90 characters, 3 windows of the models below."""
-    trial = json.loads((DATA / "cmrc2018" / "cmrc2018_trial.json").read_text(encoding="utf-8"))
-    articles = []
+def write_questions(trial: dict, path, skip: int = 0) -> str:
+    """20 trial questions after the first ``skip`` usable ones (answers <= 24 characters), each
+    context cut to 40 characters either side of its answer: about 90 characters, 3 windows of
+    the models below."""
+    articles, seen = [], 0
     for article in trial["data"]:
         for paragraph in article["paragraphs"]:
             for qa in paragraph["qas"]:
@@ -34,13 +37,23 @@ def twenty_questions(tmp_path_factory):
                 if len(articles) == 20 or not qa["question"].strip() or len(text) > 24 \
                         or context[at:at + len(text)] != text:
                     continue
+                seen += 1
+                if seen <= skip:
+                    continue
                 lo, hi = max(0, at - 40), at + len(text) + 40
                 articles.append({"paragraphs": [{"id": paragraph["id"], "context": context[lo:hi], "qas": [
                     {"id": qa["id"], "question": qa["question"],
                      "answers": [{"text": text, "answer_start": at - lo}]}]}]})
-    path = tmp_path_factory.mktemp("mrc") / "twenty.json"
     path.write_text(json.dumps({"version": "v1.0", "data": articles}, ensure_ascii=False, indent=1), encoding="utf-8")
     return str(path)
+
+
+@pytest.fixture(scope="module")
+def question_files(tmp_path_factory):
+    """(20 training questions, the next 20 held out)."""
+    trial = json.loads((DATA / "cmrc2018" / "cmrc2018_trial.json").read_text(encoding="utf-8"))
+    directory = tmp_path_factory.mktemp("mrc")
+    return write_questions(trial, directory / "twenty.json"), write_questions(trial, directory / "held_out.json", 20)
 
 
 def small_reader(**options):
@@ -78,22 +91,18 @@ def test_windows_cover_the_context_and_map_answers_back():
 
 
 @pytest.mark.parametrize("layer", ["backbone", "mwa", "hrmf"])
-def test_span_reader_overfits_twenty_questions(tmp_path, twenty_questions, cache_dir, layer):
-    spec = tiny_spec("span_reader", {"type": "cmrc2018"}, twenty_questions, twenty_questions, layer, cache_dir,
-                     epochs=25, lr=3e-3, metric="+f1", batch_size=4, max_query_length=16, doc_stride=24,
-                     head={"type": "span", "dropout": 0.0, "max_answer_length": 30})
-    spec["model"]["max_length"] = 64
+def test_span_reader_model_test_case(tmp_path, question_files, cache_dir, layer):
+    train, held_out = question_files
+    model = sentence_model("span_reader", layer, **SPAN_READER)
     if layer == "mwa":
-        spec["model"]["encoder"]["add_input"] = True
-    result = train_experiment(spec, tmp_path / "run")
-    assert result["validation"]["em"] == 1.0 and result["validation"]["f1"] == 1.0, result["history"][-1]
-
-    from multigrain.platform.archive import load_archive
-
-    archive = load_archive(tmp_path / "run")
-    instances = archive.read(twenty_questions)
-    predictions = list(archive.predict_batches(instances))
-    for inst, pred in zip(instances, predictions):
+        model["encoder"]["add_input"] = True
+    spec = tiny_spec(model, sentence_reader({"type": "cmrc2018"}, layer, cache_dir), train, train,
+                     held_out if layer == "backbone" else None, **TRAINING)
+    case = ModelTestCase(spec, tmp_path / "run")
+    result = case.check("em")
+    assert result["validation"]["f1"] == 1.0
+    instances = case.archive.read(train)
+    for inst, pred in zip(instances, case.archive.predict_batches(instances)):
         assert pred["id"] == inst["id"] and pred["answer"] == inst["answers"][0]["text"]
         assert inst["context"][pred["answer_start"]:].startswith(pred["answer"])
 
@@ -125,7 +134,7 @@ def test_answer_offset_not_matching_its_text_is_an_error(tmp_path):
 
 def test_empty_question_is_an_error(tmp_path):
     from multigrain.components.readers.mrc import Cmrc2018Reader
-    from multigrain.platform.cli import read_jsonl
+    from multigrain.platform.archive import read_json_lines
 
     path = mrc_file(tmp_path, "  ", answer_start=6)
     with pytest.raises(DataError, match=r"bad\.json:\d+: empty question \(id q2\)"):
@@ -134,7 +143,7 @@ def test_empty_question_is_an_error(tmp_path):
     lines.write_text('{"question": "首都？", "context": "北京是首都"}\n{"question": "", "context": "北京"}\n',
                      encoding="utf-8")
     with pytest.raises(DataError, match=r"predict\.jsonl:2: .*non-empty \"question\""):
-        read_jsonl(str(lines), small_reader(max_length=32, max_query_length=8))
+        read_json_lines(str(lines), small_reader(max_length=32, max_query_length=8))
 
 
 def test_over_long_question_is_cut_or_an_error():
@@ -146,14 +155,13 @@ def test_over_long_question_is_cut_or_an_error():
         small_reader(max_length=16, max_query_length=4, truncate=False).tensorize([x])
 
 
-def test_big_span_reader_overfits_twenty_questions(tmp_path, twenty_questions, cache_dir):
+def test_big_span_reader_model_test_case(tmp_path, question_files, cache_dir):
     """The cmrc2018_big spec's shape: lexicon lattice on the context, character embeddings, BiG, span head."""
-    spec = tiny_spec("span_reader", {"type": "cmrc2018", "lattice_builder": {"type": "lexicon"}}, twenty_questions,
-                     twenty_questions, "backbone", cache_dir, epochs=25, lr=3e-3, metric="+f1", batch_size=4,
-                     max_query_length=16, doc_stride=24, head={"type": "span", "dropout": 0.0, "max_answer_length": 30})
-    spec["model"].update(max_length=64,
-                         embedder={"type": "char_bigram", "char_dim": 32, "bigram_dim": 0, "dropout": 0.0},
-                         encoder={"type": "big", "hidden_size": 32, "num_layers": 2, "num_heads": 4, "dropout": 0.0,
-                                  "attention_dropout": 0.0})
-    result = train_experiment(spec, tmp_path / "run")
-    assert result["validation"]["em"] == 1.0 and result["validation"]["f1"] == 1.0, result["history"][-1]
+    model = dict(sentence_model("span_reader", **SPAN_READER),
+                 embedder={"type": "char_bigram", "char_dim": 32, "bigram_dim": 0, "dropout": 0.0},
+                 encoder={"type": "big", "hidden_size": 32, "num_layers": 2, "num_heads": 4, "dropout": 0.0,
+                          "attention_dropout": 0.0})
+    reader = {"type": "cmrc2018", "lattice_builder": {"type": "lexicon"}, "cache_dir": cache_dir}
+    train = question_files[0]
+    result = ModelTestCase(tiny_spec(model, reader, train, train, **TRAINING), tmp_path / "run").check("em")
+    assert result["validation"]["f1"] == 1.0

@@ -6,8 +6,8 @@ import pytest
 from seqeval.metrics import classification_report, f1_score, precision_score, recall_score
 from seqeval.scheme import IOB2, IOBES
 
-from multigrain.components.metrics.span_f1 import SpanF1, ill_formed_positions
-from multigrain.components.tag_schemes import detect_scheme, extract_spans
+from multigrain.components.metrics.span_f1 import SpanF1
+from multigrain.components.tag_schemes import detect_scheme, extract_spans, ill_formed_positions
 from multigrain.platform.errors import ConfigurationError
 
 TYPES = ["PER", "LOC", "ORG.NAM", "GPE.NOM"]

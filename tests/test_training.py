@@ -1,50 +1,32 @@
-"""Trainer: bit-identical resume, overfitting a small set, the run directory as an archive."""
+"""Trainer: bit-identical resume, the tagger's model test case, the run directory as an archive."""
 import json
 
 import pytest
 import torch
 
-from multigrain.platform.runs import Run, train_experiment
+from multigrain.platform.runs import Run
+from multigrain.testing import ModelTestCase, bilstm_tagger, copy_sentences, lattice_embedder, tiny_spec
 from tests.conftest import DATA
 
-
-def head_sentences(src, n, dst):
-    blocks = src.read_text(encoding="utf-8").strip("\n").split("\n\n")[:n]
-    dst.write_text("\n\n".join(blocks) + "\n\n", encoding="utf-8")
-    return str(dst)
-
-
-def tiny_spec(train, dev, epochs, lr=0.01, hidden=16, dropout=0.0, scheduler=None, head="crf"):
-    spec = {
-        "task": "ner", "dataset": "tiny",
-        "dataset_reader": {"type": "resume_ner"},
-        "train_data_path": train, "validation_data_path": dev,
-        "data_loader": {"batch_size": 4},
-        "model": {"type": "tagger",
-                  "embedder": {"type": "char_bigram", "char_dim": 16, "bigram_dim": 16, "dropout": dropout},
-                  "encoder": {"type": "bilstm", "hidden_size": hidden}, "head": {"type": head}},
-        "trainer": {"num_epochs": epochs, "optimizer": {"type": "adam", "lr": lr}, "grad_clipping": 5.0},
-        "seed": 7,
-    }
-    if scheduler:
-        spec["trainer"]["scheduler"] = scheduler
-    return spec
+RESUME = {"type": "resume_ner"}
+#: the spec keys every run of this file shares
+NER = {"task": "ner", "grad_clipping": 5.0}
 
 
 @pytest.fixture
 def tiny_files(tmp_path):
     src = DATA / "resume_ner" / "dev.char.bmes"
-    return head_sentences(src, 24, tmp_path / "train.bmes"), head_sentences(src, 8, tmp_path / "dev.bmes")
+    return copy_sentences(src, tmp_path / "train.bmes", 24), copy_sentences(src, tmp_path / "dev.bmes", 8)
 
 
 def test_resume_is_bit_identical(tmp_path, tiny_files):
     train, dev = tiny_files
-    spec = tiny_spec(train, dev, epochs=2, dropout=0.3,
-                     scheduler={"type": "linear_warmup", "warmup_steps": 2})
-    full = train_experiment(spec, tmp_path / "full")
-    part = train_experiment(spec, tmp_path / "split", stop_after_epoch=1)
+    spec = tiny_spec(bilstm_tagger(dropout=0.3), RESUME, train, dev, epochs=2,
+                     scheduler={"type": "linear_warmup", "warmup_steps": 2}, **NER)
+    full = Run(spec, tmp_path / "full").train()
+    part = Run(spec, tmp_path / "split").train(stop_after_epoch=1)
     assert part["finished"] is False and part["epochs_completed"] == 1
-    resumed = train_experiment(spec, tmp_path / "split", resume=True)
+    resumed = Run(spec, tmp_path / "split").train(resume=True)
     assert resumed["finished"] is True
     a = torch.load(tmp_path / "full" / "last.pt", weights_only=False)
     b = torch.load(tmp_path / "split" / "last.pt", weights_only=False)
@@ -61,21 +43,22 @@ def test_resume_refuses_changed_spec(tmp_path, tiny_files):
     from multigrain.platform.errors import ConfigurationError
 
     train, dev = tiny_files
-    spec = tiny_spec(train, dev, epochs=2)
-    train_experiment(spec, tmp_path / "run", stop_after_epoch=1)
+    spec = tiny_spec(bilstm_tagger(), RESUME, train, dev, epochs=2, **NER)
+    Run(spec, tmp_path / "run").train(stop_after_epoch=1)
     with pytest.raises(ConfigurationError, match=r"different spec .*resume with the run's own spec$"):
-        train_experiment(tiny_spec(train, dev, epochs=2, lr=0.02), tmp_path / "run", resume=True)
+        Run(tiny_spec(bilstm_tagger(), RESUME, train, dev, epochs=2, lr=0.02, **NER), tmp_path / "run").train(resume=True)
     with pytest.raises(ConfigurationError, match=r"only trainer.num_epochs differs: 2 in the run, 1 given; "
                                                  r"a run can be extended, not cut"):
-        train_experiment(tiny_spec(train, dev, epochs=1), tmp_path / "run", resume=True)
+        Run(tiny_spec(bilstm_tagger(), RESUME, train, dev, epochs=1, **NER), tmp_path / "run").train(resume=True)
     with pytest.raises(ConfigurationError, match="not empty"):
-        train_experiment(spec, tmp_path / "run")
-    warm = tiny_spec(train, dev, epochs=2, scheduler={"type": "linear_warmup", "warmup_steps": 2})
-    train_experiment(warm, tmp_path / "warm", stop_after_epoch=1)
+        Run(spec, tmp_path / "run").train()
+    warm = tiny_spec(bilstm_tagger(), RESUME, train, dev, epochs=2,
+                     scheduler={"type": "linear_warmup", "warmup_steps": 2}, **NER)
+    Run(warm, tmp_path / "warm").train(stop_after_epoch=1)
     warm["trainer"]["num_epochs"] = 3
     with pytest.raises(ConfigurationError, match=r"only trainer.num_epochs differs, but the 'linear_warmup' "
                                                  r"schedule depends on it"):
-        train_experiment(warm, tmp_path / "warm", resume=True)
+        Run(warm, tmp_path / "warm").train(resume=True)
 
 
 def test_a_run_extended_to_more_epochs_equals_the_longer_run(tmp_path, tiny_files, monkeypatch):
@@ -84,15 +67,16 @@ def test_a_run_extended_to_more_epochs_equals_the_longer_run(tmp_path, tiny_file
 
     train, dev = tiny_files
     scheduler = {"type": "inverse_time", "decay": 0.1}  # per epoch: independent of num_epochs
-    short = tiny_spec(train, dev, epochs=2, dropout=0.3, scheduler=scheduler)
-    longer = tiny_spec(train, dev, epochs=4, dropout=0.3, scheduler=scheduler)
-    full = train_experiment(longer, tmp_path / "full")
+    short = tiny_spec(bilstm_tagger(dropout=0.3), RESUME, train, dev, epochs=2, scheduler=scheduler, **NER)
+    longer = tiny_spec(bilstm_tagger(dropout=0.3), RESUME, train, dev, epochs=4, scheduler=scheduler, **NER)
+    full = Run(longer, tmp_path / "full").train()
     runs, uri = tmp_path / "runs", f"sqlite:///{tmp_path / 'mlruns.db'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)  # mlflow.set_tracking_uri exports it: undone after the test
     first = Run(short, runs / "e2").train_or_reuse(logger=RunLogger(uri))
     assert first["finished"] and first["epochs_completed"] == 2
-    other = tiny_spec(train, dev, epochs=1, lr=0.02, scheduler=scheduler)  # not a shorter run of `longer`
-    train_experiment(other, runs / "other-lr")
+    other = tiny_spec(bilstm_tagger(dropout=0.3), RESUME, train, dev, epochs=1, lr=0.02, scheduler=scheduler,
+                      **NER)  # not a shorter run of `longer`
+    Run(other, runs / "other-lr").train()
     extended = Run(longer, runs / "e4").train_or_reuse(logger=RunLogger(uri))
     assert extended["finished"] and extended["epochs_completed"] == 4
     assert extended["history"] == full["history"] and extended["validation"] == full["validation"]
@@ -109,35 +93,31 @@ def test_a_run_extended_to_more_epochs_equals_the_longer_run(tmp_path, tiny_file
 
 
 @pytest.mark.parametrize("head", ["crf", "softmax_tagger"])
-def test_overfits_twenty_sentences(tmp_path, head):
-    src = DATA / "resume_ner" / "train.char.bmes"
-    train = head_sentences(src, 20, tmp_path / "twenty.bmes")
-    spec = tiny_spec(train, train, epochs=40, lr=0.02, hidden=48, head=head)
-    spec["data_loader"]["batch_size"] = 5
-    result = train_experiment(spec, tmp_path / "run")
-    assert result["validation"]["f1"] >= 0.99, result["validation"]
-
-
-def test_archive_reloads_and_predicts(tmp_path, tiny_files):
-    train, dev = tiny_files
-    result = train_experiment(tiny_spec(train, dev, epochs=1), tmp_path / "run")
+def test_tagger_model_test_case(tmp_path, head):
+    """Fits 20 sentences; the run directory is an archive that evaluates as trained; predict
+    scores as evaluate, also on 8 held-out sentences."""
+    train = copy_sentences(DATA / "resume_ner" / "train.char.bmes", tmp_path / "twenty.bmes", 20)
+    held_out = copy_sentences(DATA / "resume_ner" / "dev.char.bmes", tmp_path / "dev.bmes", 8)
+    spec = tiny_spec(bilstm_tagger(hidden=48, head=head), RESUME, train, train, held_out, epochs=40, lr=0.02,
+                     batch_size=5, **NER)
+    case = ModelTestCase(spec, tmp_path / "run")
+    result = case.check("f1", 0.99)
+    assert 0 < result["test"]["f1"] < 1
     run = tmp_path / "run"
     for name in ("config.json", "spec_hash", "vocabulary/vocabulary.json", "best.pt", "last.pt", "metrics.json"):
         assert (run / name).exists(), name
     assert json.loads((run / "metrics.json").read_text())["spec_hash"] == result["spec_hash"]
-    archive = Run.open(run).load_archive()
-    preds = list(archive.predict_batches(archive.read(dev)))
-    assert len(preds) == 8 and all(len(p["tags"]) == len(p["text"]) for p in preds)
+    predictions = list(case.archive.predict_batches(case.archive.read(held_out)))
+    assert len(predictions) == 8 and all(len(p["tags"]) == len(p["text"]) for p in predictions)
 
 
-def test_lattice_model_predicts_from_raw_text(tmp_path):
+def test_lattice_model_predicts_from_raw_text(tmp_path, tagger_overfit_data):
     """`predict` input carries no lattice: the archive's reader builds it with the training builder."""
-    from tests.test_encoders_support import lattice_embedder, overfit
 
     model = {"type": "tagger", "embedder": lattice_embedder(16),
              "encoder": {"type": "big", "hidden_size": 16, "num_layers": 1, "num_heads": 2, "dropout": 0.0},
              "head": {"type": "crf"}}
-    overfit(tmp_path, model, lattice=True, epochs=1, lr=0.01)
+    Run(tagger_overfit_data.spec(model, lattice=True, epochs=1), tmp_path / "run").train()
     run = tmp_path / "run"
     archive = Run.open(run).load_archive()
     sentence = "".join(archive.read(archive.spec["train_data_path"])[0]["chars"])
@@ -156,11 +136,11 @@ def test_pretrained_files_add_held_out_tokens_with_their_vectors(tmp_path):
     (tmp_path / "dev.bmes").write_text("丁 O\n戊 O\n甲 S-ORG\n\n", encoding="utf-8")
     vec = tmp_path / "chars.vec"
     vec.write_text("3 4\n丁 1 2 3 4\n甲 0.5 0.5 0.5 0.5\n己 9 9 9 9\n", encoding="utf-8")
-    spec = tiny_spec(str(tmp_path / "train.bmes"), str(tmp_path / "dev.bmes"), epochs=1, lr=0.0)
+    spec = tiny_spec(bilstm_tagger(), RESUME, tmp_path / "train.bmes", tmp_path / "dev.bmes", lr=0.0, **NER)
     spec["vocabulary"] = {"pretrained_files": {"chars": str(vec)}}
     spec["model"]["embedder"].update(char_dim=4, char_pretrained_file=str(vec))
     with pytest.warns(UserWarning, match="2 of 4 tokens found"):
-        train_experiment(spec, tmp_path / "run")
+        Run(spec, tmp_path / "run").train()
     archive = Run.open(tmp_path / "run").load_archive()
     chars = archive.vocab.tokens("chars")
     assert "丁" in chars and "戊" not in chars and "己" not in chars  # 己 is in no split
@@ -172,10 +152,10 @@ def test_missing_pretrained_file_is_a_configuration_error(tmp_path, tiny_files):
     from multigrain.platform.errors import ConfigurationError
 
     train, dev = tiny_files
-    spec = tiny_spec(train, dev, epochs=1)
+    spec = tiny_spec(bilstm_tagger(), RESUME, train, dev, **NER)
     spec["vocabulary"] = {"pretrained_files": {"chars": str(tmp_path / "nope.vec")}}
     with pytest.raises(ConfigurationError, match=r"vocabulary\.pretrained_files\.chars: no such file"):
-        train_experiment(spec, tmp_path / "run")
+        Run(spec, tmp_path / "run").train()
     assert not (tmp_path / "run" / "best.pt").exists()
 
 
@@ -233,15 +213,14 @@ def test_moving_average_follows_its_formula_and_swaps_back():
 
 
 def test_moving_average_validates_saves_and_resumes(tmp_path, tiny_files):
-    from multigrain.platform.runs import train_experiment as train
     from multigrain.platform.errors import SpecError
 
     train_file, dev = tiny_files
-    spec = tiny_spec(train_file, dev, epochs=3, dropout=0.3, lr=0.05)
+    spec = tiny_spec(bilstm_tagger(dropout=0.3), RESUME, train_file, dev, epochs=3, lr=0.05, **NER)
     spec["trainer"].update(moving_average=0.8, validation_metric="-loss")  # the loss falls every epoch here
-    full = train(spec, tmp_path / "full")
-    train(spec, tmp_path / "split", stop_after_epoch=2)
-    resumed = train(spec, tmp_path / "split", resume=True)
+    full = Run(spec, tmp_path / "full").train()
+    Run(spec, tmp_path / "split").train(stop_after_epoch=2)
+    resumed = Run(spec, tmp_path / "split").train(resume=True)
     a = torch.load(tmp_path / "full" / "last.pt", weights_only=False)
     b = torch.load(tmp_path / "split" / "last.pt", weights_only=False)
     assert a["moving_average"]["updates"] == 3 * 6  # 24 sentences in batches of 4
@@ -258,5 +237,5 @@ def test_moving_average_validates_saves_and_resumes(tmp_path, tiny_files):
     # the epoch's validation score is the averaged model's: re-evaluating best.pt gives it again
     assert full["validation"]["loss"] == pytest.approx(a["history"][-1]["validation_loss"], rel=1e-5)
     spec["trainer"]["moving_average"] = 1.5
-    with pytest.raises(SpecError, match=r"trainer: TrainerConfig: moving_average is a decay between 0 and 1"):
-        train(spec, tmp_path / "bad")
+    with pytest.raises(SpecError, match=r"trainer.moving_average: 1.5 is out of range: expected a value in \[0, 1\)"):
+        Run(spec, tmp_path / "bad").train()

@@ -1,7 +1,7 @@
 // Shared defaults of the sentence-level specs: classification (cls), sentence pairs (pair)
 // and span-extraction MRC (mrc). Paths are relative to the repository root; data in ../shared/data.
 //
-// Every spec is  backbone -> optional layer -> head  (see multigrain/components/models/classifier.py):
+// Every spec is  backbone -> optional layer -> head  (see multigrain/components/models/sentence.py):
 //   backbone  a BERT-shaped char_transformer, randomly initialised (no pretrained BERT here;
 //             set model.embedder to {type: 'hf_transformer', model_path: DIR} for a local one)
 //   layer     mwa (3 segmenters), hrmf (voted segmentation), or none

@@ -35,7 +35,8 @@ def parse_tag(tag: str) -> tuple[str, Optional[str]]:
     )
 
 
-def _check_scheme(scheme: str) -> str:
+def check_scheme(scheme: str) -> str:
+    """``scheme`` when it is one of ``SCHEMES``; a ConfigurationError otherwise."""
     if scheme not in SCHEMES:
         raise ConfigurationError(f"unknown tag scheme {scheme!r}; valid choices: {', '.join(SCHEMES)}")
     return scheme
@@ -99,7 +100,7 @@ def _may_follow(prev: tuple[str, Optional[str]], cur: tuple[str, Optional[str]],
 def allowed_transitions(labels: list[str], scheme: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Allowed start tags ``[K]``, end tags ``[K]`` and transitions ``[K, K]`` (row = from,
     column = to), all bool, in ``labels`` order."""
-    _check_scheme(scheme)
+    check_scheme(scheme)
     parsed = [_scheme_parse(label, scheme) for label in labels]
     foreign = [label for label, (p, _) in zip(labels, parsed) if p == "?"]
     if foreign:
@@ -114,7 +115,7 @@ def ill_formed_positions(tags: list[str], scheme: str) -> list[int]:
     """Indices of tags that break ``scheme``: a tag that may not follow the previous one
     (I-x after O, E-x after B-y, O after B-x in BIOES...), may not start the sentence, or (the
     last index) may not end it, or whose prefix or form the scheme lacks."""
-    _check_scheme(scheme)
+    check_scheme(scheme)
     bad = []
     prev = None
     for i, tag in enumerate(tags):
@@ -132,7 +133,7 @@ def ill_formed_positions(tags: list[str], scheme: str) -> list[int]:
 
 def extract_spans(tags: list[str], scheme: str) -> list[tuple[str, int, int]]:
     """Entities ``(type, start, end)`` with ``end`` inclusive, in order, by strict rules."""
-    _check_scheme(scheme)
+    check_scheme(scheme)
     parsed = []
     for tag in tags:
         prefix, type_ = _scheme_parse(tag, scheme)

@@ -87,31 +87,7 @@ class Archive:
     def read_json_lines(self, path: str) -> list:
         """``predict`` input: one JSON object per line (``{"text": ...}``), made into examples by the
         model and annotated by the reader (lattices); a bad line is a DataError naming it."""
-        from multigrain.platform.errors import DataError
-
-        if not Path(path).is_file():
-            raise ConfigurationError(f"{path}: no such input file")
-        out = []
-        with open(path, encoding="utf-8") as f:
-            try:
-                for n, line in enumerate(f, 1):
-                    if not line.strip():
-                        continue
-                    try:
-                        data = json.loads(line)
-                    except json.JSONDecodeError as e:
-                        raise DataError(path, n, f"bad JSON: {e.msg} (column {e.colno})") from None
-                    if not isinstance(data, dict):
-                        raise DataError(path, n, "expected a JSON object per line")
-                    try:
-                        inst = self.model.text_to_instance(data)
-                    except (KeyError, ValueError, TypeError) as e:
-                        raise DataError(path, n, f"cannot make an example: {e}") from None
-                    inst.source = (path, n)
-                    out.append(inst)
-            except UnicodeDecodeError as e:
-                raise DataError(path, None, f"not valid UTF-8 ({e.reason} at byte {e.start})") from None
-        return self.reader.annotate(out)
+        return self.reader.annotate(read_json_lines(path, self.model))
 
     def batches(self, instances: list, batch_size: Optional[int] = None):
         """Length-bucketed batches (the spec's ``eval_batch_size`` unless ``batch_size``)."""
@@ -137,3 +113,33 @@ class Archive:
                 by_position.update(zip(positions, self.model.make_output_human_readable(out, chunk)))
         for i in range(len(instances)):
             yield by_position[i]
+
+
+def read_json_lines(path: str, model) -> list:
+    """Examples made by ``model.text_to_instance`` from one JSON object per line; a bad line is
+    a DataError naming it."""
+    from multigrain.platform.errors import DataError
+
+    if not Path(path).is_file():
+        raise ConfigurationError(f"{path}: no such input file")
+    out = []
+    with open(path, encoding="utf-8") as f:
+        try:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    data = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise DataError(path, n, f"bad JSON: {e.msg} (column {e.colno})") from None
+                if not isinstance(data, dict):
+                    raise DataError(path, n, "expected a JSON object per line")
+                try:
+                    inst = model.text_to_instance(data)
+                except (KeyError, ValueError, TypeError) as e:
+                    raise DataError(path, n, f"cannot make an example: {e}") from None
+                inst.source = (path, n)
+                out.append(inst)
+        except UnicodeDecodeError as e:
+            raise DataError(path, None, f"not valid UTF-8 ({e.reason} at byte {e.start})") from None
+    return out

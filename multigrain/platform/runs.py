@@ -379,7 +379,3 @@ class _LiveLog:
         else:
             self.logger.end("KILLED")
 
-
-def train_experiment(spec: dict, run_dir, resume: bool = False, stop_after_epoch=None, on_epoch=None,
-                     source=None) -> dict:  # TEMPORARY: tests move to Run after the branches merge
-    return Run(spec, run_dir, source).train(resume=resume, stop_after_epoch=stop_after_epoch, on_epoch=on_epoch)

@@ -10,12 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Optional
 
-from multigrain.components.tag_schemes import (  # noqa: F401  (ill_formed_positions re-exported)
-    _check_scheme,
-    detect_scheme,
-    extract_spans,
-    ill_formed_positions,
-)
+from multigrain.components.tag_schemes import check_scheme, detect_scheme, extract_spans
 from multigrain.platform.kinds import Metric
 
 
@@ -37,7 +32,7 @@ class SpanF1(Metric):
     """
 
     def __init__(self, scheme: Optional[str] = None) -> None:
-        self.scheme = None if scheme is None else _check_scheme(scheme)
+        self.scheme = None if scheme is None else check_scheme(scheme)
         self._pending: list[tuple[list[str], list[str]]] = []
         self._pending_tags: set[str] = set()
         self.reset()
@@ -107,5 +102,3 @@ class SpanF1(Metric):
             out[type_] = {"precision": p, "recall": r, "f1": f, "support": self.gold[type_]}
         return out
 
-
-__all__ = ["SpanF1", "ill_formed_positions"]

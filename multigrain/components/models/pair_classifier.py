@@ -2,14 +2,15 @@
 
 Fields ``chars_a``, ``chars_b``, ``label`` and optionally ``lattice_a``/``lattice_b`` (the
 ``bq_corpus`` reader). Segment ids: 0 for ``[CLS] a [SEP]``, 1 for ``b [SEP]``. Over-long pairs
-are cut longest first (see ``models/classifier.py``).
+are cut longest first (see ``models/sentence.py``).
 """
 from __future__ import annotations
 
 from typing import Any
 
-from multigrain.components.models.classifier import CLS, SEP, LabelledModel, Part, pack
-from multigrain.components.readers.text import split_chars
+from multigrain.components.models.labelled import LabelledModel
+from multigrain.components.models.packing import CLS, SEP, Part, pack
+from multigrain.components.text import split_chars
 from multigrain.platform.data import Instance
 from multigrain.platform.kinds import Model
 

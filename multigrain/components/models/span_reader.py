@@ -25,8 +25,10 @@ import torch
 
 from multigrain.components.heads.span import SpanHead
 from multigrain.components.metrics.mrc import MrcEmF1
-from multigrain.components.models.classifier import CLS, SEP, Part, SentenceModel, _where, pack
-from multigrain.components.readers.text import split_chars, token_starts
+from multigrain.components.models.base import source_of
+from multigrain.components.models.packing import CLS, SEP, Part, pack
+from multigrain.components.models.sentence import SentenceModel
+from multigrain.components.text import split_chars, token_starts
 from multigrain.platform.config import Lazy
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import ConfigurationError, DataError
@@ -77,8 +79,8 @@ class SpanReader(SentenceModel):
             text, at = answer["text"], answer["answer_start"]
             if not text or at < 0 or context[at:at + len(text)] != text:
                 there = context[max(0, at):at + len(text)]
-                raise DataError(*_where(x), f"question {x.get('id', '?')}: answer {text!r} at answer_start={at} "
-                                            f"does not match the context (there: {there!r})")
+                raise DataError(*source_of(x), f"question {x.get('id', '?')}: answer {text!r} at answer_start={at} "
+                                               f"does not match the context (there: {there!r})")
             spans.append((bisect_right(starts, at) - 1, bisect_right(starts, at + len(text) - 1) - 1))
         return spans
 
@@ -89,8 +91,8 @@ class SpanReader(SentenceModel):
             q_len = len(question)
             if q_len > self.max_query_length:
                 if not self.truncate:
-                    raise DataError(*_where(x), f"question of {q_len} tokens, more than max_query_length "
-                                                f"{self.max_query_length} (truncate is off)")
+                    raise DataError(*source_of(x), f"question of {q_len} tokens, more than max_query_length "
+                                                   f"{self.max_query_length} (truncate is off)")
                 q_len = self.max_query_length
             starts = token_starts(context)
             gold = self.answer_tokens(x, starts)

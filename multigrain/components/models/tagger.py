@@ -1,41 +1,39 @@
-"""Sequence tagging (NER): embedder -> encoder -> tagging head, scored by span F1."""
+"""Sequence tagging (NER): embedder -> encoder -> tagging head, scored by span F1.
+
+Fields ``chars`` and ``tags`` (the NER readers) and optionally ``lattice``; the batch has
+``chars``, ``bigrams`` and ``mask [B, n]``, ``tags`` when every instance has them, and the
+``LatticeBatch`` of the lattices (``models/base.py``).
+"""
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any, Optional
 
 import torch
 
 from multigrain.components.metrics.span_f1 import SpanF1
-from multigrain.components.tag_schemes import detect_scheme
+from multigrain.components.models.base import CharLatticeModel, count_lattice_words, length_mask
+from multigrain.components.tag_schemes import detect_scheme, extract_spans
+from multigrain.components.text import bigrams_of
 from multigrain.platform.batching import pad_ids
 from multigrain.platform.config import Lazy
 from multigrain.platform.data import Instance
 from multigrain.platform.kinds import Encoder, Head, Model, TokenEmbedder
 from multigrain.platform.vocab import Vocabulary
 
-END = "</s>"
-
-
-def bigrams_of(chars: list[str]) -> list[str]:
-    """Forward bigrams c_i c_{i+1}, the last one paired with an end marker."""
-    return [a + b for a, b in zip(chars, list(chars[1:]) + [END])]
-
 
 @Model.register("tagger")
-class Tagger(Model):
+class Tagger(CharLatticeModel):
     task = "ner"
     leaderboard_metric = "f1"
 
     def __init__(self, vocab: Vocabulary, embedder: TokenEmbedder, encoder: Lazy[Encoder], head: Lazy[Head],
                  scheme: Optional[str] = None):
-        super().__init__()
-        self.vocab = vocab
-        self.embedder = embedder
-        self.encoder = encoder.construct(input_dim=embedder.get_output_dim())
+        super().__init__(vocab, embedder, encoder)
         self.labels = vocab.tokens("tags")
         self.scheme = scheme or detect_scheme(self.labels)
-        self.head = head.construct(input_dim=self.encoder.get_output_dim(), labels=self.labels,
+        self.head = head.construct(input_dim=self.output_dim, labels=self.labels,
                                    offered={"embedder_dim": embedder.get_output_dim()})
         self.metric = SpanF1(self.scheme)
 
@@ -49,47 +47,52 @@ class Tagger(Model):
             counters.setdefault("tags", Counter()).update(instance["tags"])
         lattice = instance.get("lattice")
         if lattice is not None:
-            counters.setdefault("words", Counter()).update(lattice.token_text[lattice.n_chars:])
+            count_lattice_words(lattice, counters)
 
     def tensorize(self, instances: list[Instance]) -> dict[str, Any]:
         v = self.vocab
-        chars = pad_ids([v.indices("chars", x["chars"]) for x in instances])
         batch: dict[str, Any] = {
-            "chars": chars,
+            "chars": pad_ids([self.char_ids(x["chars"]) for x in instances]),
             "bigrams": pad_ids([v.indices("bigrams", bigrams_of(x["chars"])) for x in instances]),
-            "mask": pad_ids([[1] * len(x["chars"]) for x in instances]).bool(),
+            "mask": length_mask([len(x["chars"]) for x in instances]),
         }
         if all("tags" in x for x in instances):
             batch["tags"] = pad_ids([v.indices("tags", x["tags"]) for x in instances])
-        if instances and instances[0].get("lattice") is not None:
-            from multigrain.components.lattice.types import LatticeBatch
-
-            def token_to_id(token: str, is_char: bool) -> int:
-                return v.index("chars" if is_char else "words", token) if v.size("words") or is_char else 1
-
-            batch["lattice"] = LatticeBatch.collate([x["lattice"] for x in instances], token_to_id)
+        lattice = self.collate_lattices([x.get("lattice") for x in instances])
+        if lattice is not None:
+            batch["lattice"] = lattice
         return batch
 
     def text_to_instance(self, data: dict) -> Instance:
+        """``{"text": "..."}`` or ``{"chars": ["...", ...]}``, with optional gold ``"tags"`` (one of
+        the model's labels per character); anything else is a ValueError saying what is wrong."""
         if "chars" in data:
-            chars = list(data["chars"])
+            chars = data["chars"]
+            if not isinstance(chars, list) or not chars or not all(isinstance(c, str) and len(c) == 1 for c in chars):
+                raise ValueError('"chars" must be a non-empty list of single characters')
         elif "text" in data:
-            chars = list(data["text"])
+            text = data["text"]
+            if not isinstance(text, str) or not text:
+                raise ValueError(f'"text" must be a non-empty string, got {json.dumps(text)[:40]}')
+            chars = list(text)
         else:
             raise KeyError('expected "text" or "chars"')
         inst = Instance({"chars": chars})
         if "tags" in data:
-            inst["tags"] = list(data["tags"])
+            tags = data["tags"]
+            if not isinstance(tags, list) or len(tags) != len(chars):
+                raise ValueError(f'"tags" must be a list of one tag per character ({len(chars)})')
+            unknown = sorted({str(t) for t in tags if t not in self.labels})
+            if unknown:
+                raise ValueError(f'unknown tags {", ".join(unknown[:5])}; the model knows {", ".join(self.labels[:12])}...')
+            inst["tags"] = tags
         return inst
 
     # computation ----------------------------------------------------------
     def forward(self, chars: torch.Tensor, mask: torch.Tensor, tags: Optional[torch.Tensor] = None,
                 **batch) -> dict[str, torch.Tensor]:
         """chars, bigrams [B, n]; mask [B, n] bool; tags [B, n]; optional lattice (LatticeBatch)."""
-        batch.update(chars=chars, mask=mask)
-        embedded = self.embedder(**batch)  # [B, T, d]
-        token_mask = batch["lattice"].mask if getattr(self.embedder, "uses_lattice", False) else mask
-        states = self.encoder(embedded, token_mask, batch)[:, : chars.shape[1]]  # [B, n, d]
+        embedded, states = self.embed_and_encode(chars, mask, batch)
         out = self.head(states, mask, tags=tags, inputs=embedded[:, : chars.shape[1]])
         if tags is not None and not self.training:
             self.metric(self.decode_tags(out["predictions"], mask), self.decode_tags(tags, mask))
@@ -110,9 +113,7 @@ class Tagger(Model):
         return getattr(self, "_last_report", {})
 
     def make_output_human_readable(self, output: dict, instances: list[Instance]) -> list[dict]:
-        from multigrain.components.tag_schemes import extract_spans
-
-        mask = pad_ids([[1] * len(x["chars"]) for x in instances]).bool()
+        mask = length_mask([len(x["chars"]) for x in instances])
         tags = self.decode_tags(output["predictions"].cpu(), mask)
         out = []
         for inst, t in zip(instances, tags):

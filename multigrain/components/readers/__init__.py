@@ -2,5 +2,6 @@
 
 ner: resume_ner, weibo_ner, msra_ner | classification: chnsenticorp, thucnews_titles |
 pair: bq_corpus | mrc: cmrc2018, drcd | translation: tatoeba_cmn_eng, wmt_newstest, nist |
-raw_text. Shared helpers (``split_chars``, ``token_starts``) are in ``readers.text``.
+raw_text. All of them are ``FileReader``s (``readers.base``); the sentence-level ones are
+``SentenceReader``s (``readers.sentence``). Tokens come from ``multigrain.components.text``.
 """

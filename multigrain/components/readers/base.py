@@ -1,4 +1,5 @@
-"""The base of every dataset reader: lazy reading, ``max_instances``, split filters, lattices."""
+"""``FileReader``, the base of the registered readers: lazy reading of one data file,
+``max_instances``, split filters, and lattices when a ``lattice_builder`` is configured."""
 from __future__ import annotations
 
 import os
@@ -12,7 +13,7 @@ if TYPE_CHECKING:
     from multigrain.components.lattice.builder import LatticeBuilder
 
 
-class LatticeReader(Reader):
+class FileReader(Reader):
     """Reads one data file lazily into Instances.
 
     Subclasses implement ``_read(path)``, yielding every example of the file (each Instance with

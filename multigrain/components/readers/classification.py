@@ -4,27 +4,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator, Literal, Optional
 
-from multigrain.components.readers.base import LatticeReader
-from multigrain.components.readers.text import in_fraction, read_lines, read_text, shorten, split_chars
+from multigrain.components.readers.files import in_fraction, read_lines, read_text, shorten
+from multigrain.components.readers.sentence import SentenceReader
+from multigrain.components.text import split_chars
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import ConfigurationError, DataError
 from multigrain.platform.kinds import Reader
 
 
-class SentenceReader(LatticeReader):
-    """Shared option of the sentence-level readers: ``keep_latin_words`` (see ``split_chars``)."""
-
-    def __init__(self, keep_latin_words: bool = True, **kwargs):
-        super().__init__(**kwargs)
-        self.keep_latin_words = keep_latin_words
-
-    def _sentence(self, path: str, number: int, text: str, what: str = "text") -> str:
-        if not text.strip():
-            raise DataError(path, number, f"empty {what}")
-        return text
+class TextClassificationReader(SentenceReader):
+    """The classification readers' shared part: one labelled text per example."""
 
     def _classified(self, path: str, number: int, text: str, label: str) -> Instance:
-        text = self._sentence(path, number, text)
+        text = self._non_empty(path, number, text)
         if not label.strip():
             raise DataError(path, number, "empty label")
         chars = split_chars(text, self.keep_latin_words)
@@ -32,7 +24,7 @@ class SentenceReader(LatticeReader):
 
 
 @Reader.register("chnsenticorp")
-class ChnSentiCorpReader(SentenceReader):
+class ChnSentiCorpReader(TextClassificationReader):
     """ChnSentiCorp: TSV with a header naming columns ``label`` and ``text_a``.
 
     Labels ``"1"`` (positive) / ``"0"`` (negative) are kept as strings. Shipped: train 9,600
@@ -60,7 +52,7 @@ class ChnSentiCorpReader(SentenceReader):
 
 
 @Reader.register("thucnews_titles")
-class ThucNewsTitlesReader(SentenceReader):
+class ThucNewsTitlesReader(TextClassificationReader):
     """THUCNews headlines: ``headline TAB class-id`` per line.
 
     Labels are the class names of ``class.txt`` in the same folder (line i names id i) when

@@ -4,7 +4,8 @@ Fields: ``id``, ``question``, ``context`` (raw), ``answers: list[{"text", "answe
 (every one satisfies ``context[start:start+len(text)] == text``; usable as a training span),
 ``answer_texts: list[str]`` (every answer text as given, for EM/F1 evaluation), and
 ``question_chars`` / ``context_chars`` (``split_chars``; map ``answer_start`` to a token with
-``text.token_starts``). ``source`` line: the line of the question's ``"question"`` key.
+``token_starts``, both in ``multigrain.components.text``). ``source`` line: the line of the
+question's ``"question"`` key.
 
 What the shipped files contain, and why ``on_bad_answer`` defaults to ``"fix"``:
 ``cmrc2018_train.json`` has 21 answers whose ``answer_start`` is off by 1-2 characters,
@@ -25,8 +26,9 @@ import re
 import warnings
 from typing import Any, Iterator, Literal, Optional
 
-from multigrain.components.readers.classification import SentenceReader
-from multigrain.components.readers.text import read_text, split_chars
+from multigrain.components.readers.files import read_text
+from multigrain.components.readers.sentence import SentenceReader
+from multigrain.components.text import split_chars
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import ConfigurationError, DataError
 from multigrain.platform.kinds import Reader

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import itertools
 import re
+import unicodedata
 import warnings
 from typing import Iterator, Literal, Optional
 
-from multigrain.components.readers.base import LatticeReader
-from multigrain.components.readers.text import in_fraction, read_lines, shorten
+from multigrain.components.readers.base import FileReader
+from multigrain.components.readers.files import in_fraction, read_lines, shorten
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import ConfigurationError, DataError
 from multigrain.platform.kinds import Reader
@@ -53,7 +54,7 @@ def bio_violation(tags: list[str]) -> Optional[int]:
     return None
 
 
-class CharTagReader(LatticeReader):
+class CharTagReader(FileReader):
     """One ``char SEPARATOR tag`` per line, a blank line between sentences."""
 
     separator = " "
@@ -101,6 +102,12 @@ class CharTagReader(LatticeReader):
         warnings.warn(f"{path}:{number}: {problem} breaks the {self.scheme} scheme; read as is")
 
     def _char(self, path: str, number: int, token: str) -> str:
+        """One character, not a control character: the character column of BMES files."""
+        if len(token) != 1:
+            raise DataError(path, number, f"expected one character in the character column, found {len(token):,}: "
+                                          f"{shorten(token)}")
+        if unicodedata.category(token) in ("Cc", "Cs"):
+            raise DataError(path, number, f"a control character U+{ord(token):04X} in the character column")
         return token
 
     def _tag(self, path: str, number: int, tag: str) -> str:

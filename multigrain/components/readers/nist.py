@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional
 
-from multigrain.components.readers.text import read_text
+from multigrain.components.readers.files import read_text
 from multigrain.components.readers.translation import TranslationReader
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import DataError

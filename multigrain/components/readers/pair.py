@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from multigrain.components.readers.classification import SentenceReader
-from multigrain.components.readers.text import read_lines, shorten, split_chars
+from multigrain.components.readers.files import read_lines, shorten
+from multigrain.components.readers.sentence import SentenceReader
+from multigrain.components.text import split_chars
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import DataError
 from multigrain.platform.kinds import Reader
@@ -32,8 +33,8 @@ class BqCorpusReader(SentenceReader):
                     f"expected 3 fields separated by {SEPARATOR!r} (sentence1, sentence2, label), "
                     f"found {len(fields)}: {shorten(line)}",
                 )
-            text_a = self._sentence(path, number, fields[0], "sentence1")
-            text_b = self._sentence(path, number, fields[1], "sentence2")
+            text_a = self._non_empty(path, number, fields[0], "sentence1")
+            text_b = self._non_empty(path, number, fields[1], "sentence2")
             label = fields[2].strip()
             if not label:
                 raise DataError(path, number, "empty label")

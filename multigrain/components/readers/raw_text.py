@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from multigrain.components.readers.classification import SentenceReader
-from multigrain.components.readers.text import read_lines, split_chars
+from multigrain.components.readers.files import read_lines
+from multigrain.components.readers.sentence import SentenceReader
+from multigrain.components.text import split_chars
 from multigrain.platform.data import Instance
 from multigrain.platform.kinds import Reader
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import csv
 from typing import Iterator, Literal
 
-from multigrain.components.readers.classification import SentenceReader
-from multigrain.components.readers.text import in_fraction, read_lines, shorten, split_chars, utf8_error
+from multigrain.components.readers.files import in_fraction, read_lines, shorten, utf8_error
+from multigrain.components.readers.sentence import SentenceReader
+from multigrain.components.text import split_chars
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import ConfigurationError, DataError
 from multigrain.platform.kinds import Reader
@@ -14,9 +15,9 @@ from multigrain.platform.kinds import Reader
 
 class TranslationReader(SentenceReader):
     def _pair(self, path: str, number: int, source: str, references: list[str]) -> Instance:
-        source = self._sentence(path, number, source, "source sentence")
+        source = self._non_empty(path, number, source, "source sentence")
         for reference in references:
-            self._sentence(path, number, reference, "reference")
+            self._non_empty(path, number, reference, "reference")
         return Instance(
             {"source": source, "chars": split_chars(source, self.keep_latin_words), "references": references},
             source=(path, number),
@@ -93,6 +94,8 @@ class WmtNewstestReader(TranslationReader):
         try:
             for row in rows:
                 number, previous_end = previous_end + 1, rows.line_num
+                if any("\0" in field for field in row):
+                    raise DataError(path, number, "a NUL character: not a text file")
                 if number == 1:
                     if row and row[0].startswith("\ufeff"):
                         row[0] = row[0][1:]

@@ -36,7 +36,7 @@ def cmd_evaluate_all(args) -> int:
     from multigrain.platform.ray.evaluate import evaluate_all, print_evaluations, record_evaluations
 
     check_archives(args.run_dirs, args.data)
-    started = connect(args.address)
+    started = connect(args.address, loopback=args.address in (None, "", "local"))
     try:
         rows = evaluate_all(args.run_dirs, args.data, actors=args.actors, num_cpus=args.num_cpus,
                             num_gpus=args.num_gpus, batch_size=args.batch_size)

@@ -60,7 +60,7 @@ def cmd_sweep(args) -> int:
         from multigrain.platform.ray.cluster import cluster_resources, connect
         from multigrain.platform.ray.sweep import check_placement, trial_resources
 
-        started = connect(args.address)
+        started = connect(args.address, loopback=args.address in (None, "", "local"))
         try:
             cluster = cluster_resources()
             options = trial_resources(requested, spec, cluster)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -53,10 +54,33 @@ def patient_serve_defaults() -> None:
     os.environ.setdefault("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "60")
 
 
-def connect(address: Optional[str] = None, **local_kwargs) -> bool:
-    """Attach this process to Ray. ``None``/``"local"`` starts Ray in-process; anything else
-    joins a running cluster. Returns whether this call initialised Ray (then the caller shuts
-    it down); an already-initialised Ray is reused as is."""
+#: Ray's switch for a single-node Ray (the default on macOS and Windows): its node address is the
+#: loopback address, so the GCS, raylet, agents and workers listen on 127.0.0.1 only
+SINGLE_NODE_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+def loopback_only() -> None:
+    """Before a local ``ray.init``: a Ray that no other machine can join or reach. Every process
+    it starts (GCS, raylet, dashboard and runtime-env agents, workers) inherits the setting and
+    binds 127.0.0.1. Ray reads it when ``ray`` is imported; when it already is (tests), the
+    same constant is set on the loaded module."""
+    os.environ[SINGLE_NODE_ENV] = "0"
+    constants = sys.modules.get("ray._private.ray_constants")
+    if constants is not None:
+        constants.ENABLE_RAY_CLUSTER = False
+
+
+def node_address() -> str:
+    import ray
+
+    return ray.util.get_node_ip_address()
+
+
+def connect(address: Optional[str] = None, loopback: bool = False, **local_kwargs) -> bool:
+    """Attach this process to Ray. ``None``/``"local"`` starts Ray in-process (``loopback``:
+    listening on 127.0.0.1 only); anything else joins a running cluster. Returns whether this
+    call initialised Ray (then the caller shuts it down); an already-initialised Ray is reused
+    as is."""
     import ray
 
     if ray.is_initialized():
@@ -65,7 +89,14 @@ def connect(address: Optional[str] = None, **local_kwargs) -> bool:
         local_kwargs.setdefault("include_dashboard", False)
         local_kwargs.setdefault("log_to_driver", False)
         patient_serve_defaults()
+        if loopback:
+            loopback_only()
         ray.init(address="local", **local_kwargs)
+        node = node_address() if loopback else None
+        if node is not None and node not in ("127.0.0.1", "::1"):
+            ray.shutdown()
+            raise ConfigurationError(f"the local Ray took the node address {node}, not 127.0.0.1: it would "
+                                     f"listen on the network")
         return True
     if address.startswith(("http://", "https://")):
         raise ConfigurationError(f"--address {address}: that is a dashboard / Jobs API address (used by "

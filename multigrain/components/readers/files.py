@@ -1,37 +1,20 @@
-"""Shared helpers of the readers: strict UTF-8 line reading, character splitting, stable splits."""
+"""What the readers share about their files: strict UTF-8 reading with the line of a bad byte,
+splits chosen by a stable hash of an example, and quoting text in error messages.
+
+What a text file may hold (every reader): no NUL character (a NUL means a binary or damaged file),
+and no line longer than ``MAX_LINE_CHARS`` characters (bounded memory and vocabularies). Other
+control characters in free text are read as they are (BQ's training file holds backspaces);
+character columns (``readers/ner.py``) refuse them."""
 from __future__ import annotations
 
-import re
 import zlib
 from pathlib import Path
 from typing import Iterator
 
 from multigrain.platform.errors import DataError
 
-_LATIN = re.compile(r"[A-Za-z0-9]")
-_LATIN_RUN_OR_CHAR = re.compile(r"[A-Za-z0-9]+|.", re.S)
-
-
-def split_chars(text: str, keep_latin_words: bool = True) -> list[str]:
-    """The tokens of ``text``: one per code point, or with ``keep_latin_words`` every run of
-    ASCII letters/digits as one token. Nothing is dropped: ``''.join(tokens) == text``.
-
-    Python strings hold code points, so an astral character (emoji) is never split in two;
-    full-width forms (``Ａ``, ``１``) are not ASCII and stay single tokens.
-    """
-    if keep_latin_words and _LATIN.search(text):
-        return _LATIN_RUN_OR_CHAR.findall(text)
-    return list(text)
-
-
-def token_starts(tokens: list[str]) -> list[int]:
-    """Character offset (in ``''.join(tokens)``) where each token starts, e.g. to map an MRC
-    ``answer_start`` to a token index with ``bisect_right(starts, answer_start) - 1``."""
-    starts, at = [], 0
-    for token in tokens:
-        starts.append(at)
-        at += len(token)
-    return starts
+#: the longest line a line-based reader accepts (a sentence, a title, a pair, a TSV row)
+MAX_LINE_CHARS = 1_000_000
 
 
 def utf8_error(path: str, error: UnicodeDecodeError) -> DataError:
@@ -57,7 +40,11 @@ def read_text(path: str) -> str:
             text = f.read()
     except UnicodeDecodeError as e:
         raise utf8_error(path, e) from None
-    return text[1:] if text.startswith("\ufeff") else text
+    text = text[1:] if text.startswith("\ufeff") else text
+    nul = text.find("\0")
+    if nul >= 0:
+        raise DataError(path, text.count("\n", 0, nul) + 1, "a NUL character: not a text file")
+    return text
 
 
 def read_lines(path: str) -> Iterator[tuple[int, str]]:
@@ -73,6 +60,11 @@ def read_lines(path: str) -> Iterator[tuple[int, str]]:
                     line = line[:-1]
                 if number == 1 and line.startswith("\ufeff"):
                     line = line[1:]
+                if "\0" in line:
+                    raise DataError(path, number, f"a NUL character at column {line.index(chr(0)) + 1}: not a text file")
+                if len(line) > MAX_LINE_CHARS:
+                    raise DataError(path, number, f"a line of {len(line):,} characters; the longest a reader accepts "
+                                                  f"is {MAX_LINE_CHARS:,}")
                 yield number, line
     except UnicodeDecodeError as e:
         raise utf8_error(path, e) from None
