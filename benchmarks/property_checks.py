@@ -16,7 +16,7 @@ from pathlib import Path
 from results_md import write_section  # benchmarks/ is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parents[1]
-TESTS = ["tests/test_spec_properties.py", "tests/test_reader_properties.py"]
+TESTS = ["tests/platform/test_spec_properties.py", "tests/components/readers/test_reader_properties.py"]
 
 
 def main(argv=None) -> int:

@@ -114,3 +114,23 @@ def lattice_rows(batch) -> list:
                  for t in range(batch.mask.shape[1]) if batch.mask[b, t] and not batch.is_char[b, t]]
         rows.append((n, words))
     return rows
+
+
+def train_runs(folder, uri, variants, epochs=2):
+    """Train one tiny Resume NER run per ``(spec name, seed, lr)`` into the store at ``uri``
+    (experiment ``ner/resume``); returns their results."""
+    import json
+
+    from multigrain.platform.runs import Run
+    from multigrain.platform.tracking import RunLogger
+    from multigrain.testing import bilstm_tagger, copy_sentences, tiny_spec
+
+    train = copy_sentences(DATA / "resume_ner" / "dev.char.bmes", folder / "train.bmes", 16)
+    results = []
+    for name, seed, lr in variants:
+        spec = tiny_spec(bilstm_tagger(), {"type": "resume_ner"}, train, train, train, epochs=epochs, lr=lr, seed=seed,
+                         task="ner", dataset="resume", grad_clipping=5.0)
+        path = folder / f"{name}.json"
+        path.write_text(json.dumps(spec))
+        results.append(Run(spec, folder / f"run-{name}-{seed}-{lr}", str(path)).train(logger=RunLogger(uri)))
+    return results

@@ -24,8 +24,8 @@ from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.ray.serve import (Batcher, Limits, RequestError, check_fits, parse_instances, read_body,
                                            replica_resources)
 from tests.conftest import ROOT
-from tests.ray_head import free_port
-from tests.test_distributed import tiny_spec, write_spec
+from tests.platform.distributed.ray_head import free_port
+from tests.conftest import resume_tagger_spec, write_spec
 
 LIMITS = {"max_body_bytes": 1_500_000, "max_text_chars": 100_000, "max_instances": 8, "long_input_chars": 2_000}
 SERVE_FLAGS = ["--max-body-bytes", "1500000", "--max-text-chars", "100000", "--max-instances", "8",
@@ -326,7 +326,7 @@ class Server:
 def server(tmp_path_factory):
     directory = tmp_path_factory.mktemp("serve_limits")
     run_dir = directory / "tiny"
-    spec = write_spec(directory, tiny_spec(directory / "data"))
+    spec = write_spec(directory, resume_tagger_spec(directory / "data"))
     assert cli_main(["train", spec, "-s", str(run_dir), "--no-tracking"]) == 0
     served = Server(run_dir, directory / "serve.log")
     yield served

@@ -11,7 +11,7 @@ from multigrain.platform.cli import main as cli_main
 from multigrain.platform.ray.jobs import list_jobs, wait_for_job
 from multigrain.platform.specs import spec_hash
 from tests.conftest import mlflow_runs, resume_tagger_spec, write_spec
-from tests.ray_head import LocalHead, free_port
+from tests.platform.distributed.ray_head import LocalHead, free_port
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from multigrain.components.readers.raw_text import RawTextReader
 from multigrain.components.readers.translation import TatoebaReader, WmtNewstestReader
 from multigrain.platform.errors import DataError
 
-NIST = Path(__file__).resolve().parent / "fixtures" / "readers" / "nist"
+NIST = Path(__file__).resolve().parents[2] / "fixtures" / "readers" / "nist"
 
 
 def write(tmp_path, name, content) -> str:

@@ -23,7 +23,7 @@ from multigrain.platform.ray.serve import start_service
 from multigrain.platform.ray.sweep import Trial, expand_sweep, parse_grid, run_sweep, trial_resources
 from multigrain.platform.ray.sweep_report import summarize
 from tests.conftest import ROOT, mlflow_runs, resume_tagger_spec, write_spec
-from tests.ray_head import free_port
+from tests.platform.distributed.ray_head import free_port
 
 LR_GRID = "trainer.optimizer.lr=[0.01,0.02]"
 

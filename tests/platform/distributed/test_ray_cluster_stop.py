@@ -7,9 +7,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.ray_head import free_port
+from tests.platform.distributed.ray_head import free_port
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = ROOT / "ray_cluster" / "stop_own_ray.sh"
 RAY = str(Path(sys.executable).parent / "ray")
 

@@ -46,7 +46,7 @@ def free_port() -> int:
 def ui(tmp_path):
     """A trained run in a fresh store, and ``multigrain ui`` over it (stopped, and its port checked
     closed, at the end)."""
-    from tests.test_leaderboard import train_runs
+    from tests.conftest import train_runs
 
     uri = f"sqlite:///{tmp_path / 'mlruns.db'}"
     (result,) = train_runs(tmp_path, uri, [("resume_bilstm_crf", 7, 0.05)])

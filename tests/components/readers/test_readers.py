@@ -28,8 +28,8 @@ from multigrain.components.text import split_chars, token_starts
 from multigrain.platform.errors import DataError
 from multigrain.platform.kinds import Reader
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-NIST = Path(__file__).resolve().parent / "fixtures" / "readers" / "nist"
+DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data"
+NIST = Path(__file__).resolve().parents[2] / "fixtures" / "readers" / "nist"
 
 pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason="shared/data not present")
 

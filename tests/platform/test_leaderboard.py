@@ -11,24 +11,7 @@ from PIL import Image
 
 from multigrain.platform.commands import main as cli_main
 from multigrain.testing import bilstm_tagger, copy_sentences, sentence_model, tiny_spec
-from tests.conftest import DATA
-
-
-def train_runs(folder, uri, variants, epochs=2):
-    """Train one tiny Resume NER run per ``(spec name, seed, lr)`` into the store at ``uri``
-    (experiment ``ner/resume``); returns their results."""
-    from multigrain.platform.runs import Run
-    from multigrain.platform.tracking import RunLogger
-
-    train = copy_sentences(DATA / "resume_ner" / "dev.char.bmes", folder / "train.bmes", 16)
-    results = []
-    for name, seed, lr in variants:
-        spec = tiny_spec(bilstm_tagger(), {"type": "resume_ner"}, train, train, train, epochs=epochs, lr=lr, seed=seed,
-                         task="ner", dataset="resume", grad_clipping=5.0)
-        path = folder / f"{name}.json"
-        path.write_text(json.dumps(spec))
-        results.append(Run(spec, folder / f"run-{name}-{seed}-{lr}", str(path)).train(logger=RunLogger(uri)))
-    return results
+from tests.conftest import DATA, train_runs
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from multigrain.platform.config import build
 from multigrain.platform.specs import load_spec
 from multigrain.platform.experiment import Experiment, build_vocabulary, validate_spec
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 SPECS = sorted((ROOT / "jsonnet_configs" / "ner").glob("*.jsonnet"))
 pytestmark = pytest.mark.usefixtures("single_thread")
 

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT
-from tests.ray_head import free_port
+from tests.platform.distributed.ray_head import free_port
 
 CLUSTER = ROOT / "ray_cluster"
 YAMLS = sorted(CLUSTER.glob("*.yaml"))

@@ -155,7 +155,7 @@ def test_only_key_pooling_lets_the_word_alignment_reach_the_cls_row():
         a, b = layer(x, mask, {"lattice": one}), layer(x, mask, {"lattice": other})
         assert not torch.allclose(a[:, 1:], b[:, 1:])
         assert torch.allclose(a[:, 0], b[:, 0]) != cls_changes, pool_over
-    root = Path(__file__).resolve().parents[1] / "jsonnet_configs"
+    root = Path(__file__).resolve().parents[3] / "jsonnet_configs"
     for spec, want in (("cls/chnsenticorp_mwa", "key"), ("cls/chnsenticorp_m3e_mwa", "key"), ("pair/bq_mwa", "key"),
                        ("mrc/cmrc2018_mwa", "query")):
         assert load_spec(root / f"{spec}.jsonnet")["model"]["encoder"]["pool_over"] == want, spec
