@@ -30,6 +30,7 @@ def run_cli(*args, cwd=None, env=None, timeout=600):
     import subprocess
 
     full_env = dict(os.environ)
+    full_env.pop("MLFLOW_TRACKING_URI", None)  # mlflow.set_tracking_uri in an earlier test exports it
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-P", "-m", "multigrain.platform.cli", *map(str, args)], cwd=cwd or ROOT,
                           capture_output=True, text=True, env=full_env, timeout=timeout)

@@ -84,6 +84,14 @@ class Run:
                                      f"choose another run directory")
         return done
 
+    def _own_finished_result(self) -> Optional[dict]:
+        """``metrics.json`` when it holds a finished run of exactly this spec (else None)."""
+        try:
+            done = json.loads((self.run_dir / "metrics.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return done if done.get("finished") and done.get("spec_hash") == self.spec_hash else None
+
     def has_checkpoint(self) -> bool:
         return (self.run_dir / "last.pt").exists()
 
@@ -136,9 +144,6 @@ class Run:
                 raise ConfigurationError(f"{self.run_dir}: the run directory exists and is not empty; "
                                          f"pass --resume to continue it or choose another -s")
             return False, False
-        if self.finished_result() is not None:
-            raise ConfigurationError(f"{self.run_dir}: the run is finished; nothing to resume (a larger "
-                                     f"trainer.num_epochs extends it)")
         if not self.has_checkpoint():
             early = self.run_dir.is_dir() and all(p.name in self.EARLY_FILES or p.suffix == ".tmp"
                                                   for p in self.run_dir.iterdir())
@@ -165,6 +170,11 @@ class Run:
         resumable) or FAILED."""
         from multigrain.platform.tracking import git_commit
 
+        done = self._own_finished_result() if resume else None
+        if done is not None:  # killed after its last write, or resumed twice: only tracking may be left
+            if logger is not None:
+                _LiveLog(self, logger, None, True).complete(done)
+            return done
         resume, extended = self._plan(resume)
         commit = git_commit()  # at the start: the checkout may move on during a long training
         live = _LiveLog(self, logger, on_epoch, resume)
@@ -365,6 +375,22 @@ class _LiveLog:
             self.logger.log_epoch(epoch, record)
         if self.on_epoch is not None:
             self.on_epoch(epoch, record)
+
+    def complete(self, result: dict) -> None:
+        """Bring the MLflow run of a finished training up to date (FINISHED, every epoch), unless
+        it already is."""
+        from mlflow.exceptions import MlflowException
+
+        from multigrain.platform.tracking import open_store
+
+        run_id = self._recorded_run()
+        if run_id is not None:
+            try:
+                if open_store(self.logger.uri).get_run(run_id).info.status == "FINISHED":
+                    return
+            except MlflowException:
+                pass
+        self.end(result)
 
     def fail(self, interrupted: bool) -> None:
         if self.logger is not None and self.started:

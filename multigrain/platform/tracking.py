@@ -109,9 +109,27 @@ def open_store(uri: str, create: bool = True):
         return MlflowClient(tracking_uri=uri)
     with open(db.with_name(db.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not db.exists():  # built aside and renamed: a kill during the migrations leaves no half store
+            fresh = db.with_name(db.name + ".creating")
+            fresh.unlink(missing_ok=True)
+            MlflowClient(tracking_uri=f"sqlite:///{fresh}").search_experiments(max_results=1)
+            _dispose_engine(f"sqlite:///{fresh}")
+            os.replace(fresh, db)
         client = MlflowClient(tracking_uri=uri)
-        client.search_experiments(max_results=1)  # creates or migrates the store now, inside the lock
+        client.search_experiments(max_results=1)  # migrates an older store now, inside the lock
     return client
+
+
+def _dispose_engine(uri: str) -> None:
+    """Close the connections MLflow keeps to the store at ``uri`` (before its file is renamed)."""
+    try:
+        from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+        engine = SqlAlchemyStore._engine_map.pop(uri, None)
+    except (ImportError, AttributeError):
+        return
+    if engine is not None:
+        engine.dispose()
 
 
 #: experiment tags: the MLflow UI opens these experiments on their runs (model training), not on traces

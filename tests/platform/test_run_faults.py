@@ -141,13 +141,11 @@ def test_sigkill_at_random_moments_then_resume_is_bit_identical_with_one_mlflow_
             finished = True
             break
     assert kills >= 1
-    if not finished:
+    # the last resume (and, whatever state a kill left, a second one) finishes training and tracking
+    for _ in range(1 if finished else 2):
         out = subprocess.run(cli("train", spec, "-s", tmp_path / "run", "--resume", "--tracking-uri", uri),
                              env=env(), cwd=tmp_path, capture_output=True, text=True)
         assert out.returncode == 0, out.stderr
-    again = subprocess.run(cli("train", spec, "-s", tmp_path / "run", "--resume", "--tracking-uri", uri),
-                           env=env(), cwd=tmp_path, capture_output=True, text=True)
-    assert again.returncode == 2 and "the run is finished; nothing to resume" in again.stderr
     assert_same_training(tmp_path / "full", tmp_path / "run")
     client, runs = mlflow_runs(db, tmp_path / "run")
     assert [r.info.status for r in runs] == ["FINISHED"], [r.info.status for r in runs]
