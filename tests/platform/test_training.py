@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from multigrain.platform.runs import Run
+from multigrain.platform.training import load_checkpoint
 from multigrain.testing import ModelTestCase, bilstm_tagger, copy_sentences, lattice_embedder, tiny_spec
 from tests.conftest import DATA
 
@@ -28,8 +29,8 @@ def test_resume_is_bit_identical(tmp_path, tiny_files):
     assert part["finished"] is False and part["epochs_completed"] == 1
     resumed = Run(spec, tmp_path / "split").train(resume=True)
     assert resumed["finished"] is True
-    a = torch.load(tmp_path / "full" / "last.pt", weights_only=False)
-    b = torch.load(tmp_path / "split" / "last.pt", weights_only=False)
+    a = load_checkpoint(tmp_path / "full" / "last.pt", "cpu")
+    b = load_checkpoint(tmp_path / "split" / "last.pt", "cpu")
     for key in a["model"]:
         assert torch.equal(a["model"][key], b["model"][key]), key
     assert a["history"] == b["history"]
@@ -81,8 +82,8 @@ def test_a_run_extended_to_more_epochs_equals_the_longer_run(tmp_path, tiny_file
     assert extended["finished"] and extended["epochs_completed"] == 4
     assert extended["history"] == full["history"] and extended["validation"] == full["validation"]
     assert extended["seconds"] >= first["training_seconds"]  # the earlier epochs' time is counted
-    a = torch.load(tmp_path / "full" / "best.pt", weights_only=False)
-    b = torch.load(runs / "e4" / "best.pt", weights_only=False)
+    a = load_checkpoint(tmp_path / "full" / "best.pt", "cpu")
+    b = load_checkpoint(runs / "e4" / "best.pt", "cpu")
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert json.loads((runs / "e4" / "config.json").read_text())["trainer"]["num_epochs"] == 4
     assert (runs / "e4" / "spec_hash").read_text().strip() == extended["spec_hash"]
@@ -221,14 +222,14 @@ def test_moving_average_validates_saves_and_resumes(tmp_path, tiny_files):
     full = Run(spec, tmp_path / "full").train()
     Run(spec, tmp_path / "split").train(stop_after_epoch=2)
     resumed = Run(spec, tmp_path / "split").train(resume=True)
-    a = torch.load(tmp_path / "full" / "last.pt", weights_only=False)
-    b = torch.load(tmp_path / "split" / "last.pt", weights_only=False)
+    a = load_checkpoint(tmp_path / "full" / "last.pt", "cpu")
+    b = load_checkpoint(tmp_path / "split" / "last.pt", "cpu")
     assert a["moving_average"]["updates"] == 3 * 6  # 24 sentences in batches of 4
     for key, value in a["moving_average"]["shadow"].items():
         assert torch.equal(value, b["moving_average"]["shadow"][key]), key
     assert a["history"] == b["history"] and full["validation"] == resumed["validation"]
     # best.pt holds the averaged weights of its epoch, not the raw ones last.pt trains on
-    best = torch.load(tmp_path / "full" / "best.pt", weights_only=False)
+    best = load_checkpoint(tmp_path / "full" / "best.pt", "cpu")
     assert a["best_epoch"] == 3
     for key, value in best.items():
         if value.is_floating_point():
