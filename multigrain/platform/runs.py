@@ -128,8 +128,10 @@ class Run:
             if run.name.endswith(".copying") or not (run / "config.json").is_file() or not (run / "last.pt").is_file():
                 continue
             saved = files.read_spec(run)
-            if self.extension_refused(saved) is None and trainer_settings(saved).num_epochs > best_epochs:
-                best, best_epochs = run, trainer_settings(saved).num_epochs
+            if self.extension_refused(saved) is None:
+                epochs = trainer_settings(saved).num_epochs
+                if epochs > best_epochs:
+                    best, best_epochs = run, epochs
         return best
 
     #: what a training writes into its directory before its first epoch ends (``*.tmp``: half-written)
@@ -151,10 +153,11 @@ class Run:
                 shutil.rmtree(self.run_dir)
                 return False, False
             raise ConfigurationError(f"{self.run_dir}: nothing to resume (no last.pt)")
-        saved_hash = spec_hash(files.read_spec(self.run_dir))
+        saved = files.read_spec(self.run_dir)
+        saved_hash = spec_hash(saved)
         extended = saved_hash != self.spec_hash
         if extended:
-            why_not = self.extension_refused(files.read_spec(self.run_dir))
+            why_not = self.extension_refused(saved)
             if why_not is not None:
                 raise ConfigurationError(f"{self.run_dir}: --resume with a different spec (hash {saved_hash[:12]} "
                                          f"in the run, {self.spec_hash[:12]} given); resume with the run's own "
