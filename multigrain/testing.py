@@ -268,6 +268,20 @@ def score_answers(model, predictions: list[dict], instances: list) -> dict[str, 
             "f1": sum(f1_score(p, refs) for p, refs in scored) / len(scored)}
 
 
+def score_translations(model, predictions: list[dict], instances: list) -> dict[str, float]:
+    """Corpus BLEU (case-insensitive and cased) and chrF of the predicted ``translation``s against
+    every reference, by sacrebleu called directly."""
+    import sacrebleu
+
+    hypotheses = [p["translation"] for p in predictions]
+    width = max(len(x["references"]) for x in instances)
+    streams = [[x["references"][j] if j < len(x["references"]) else None for x in instances] for j in range(width)]
+    tokenize = model.metric.tokenize
+    return {"bleu": sacrebleu.corpus_bleu(hypotheses, streams, lowercase=True, tokenize=tokenize).score,
+            "bleu_cased": sacrebleu.corpus_bleu(hypotheses, streams, tokenize=tokenize).score,
+            "chrf": sacrebleu.corpus_chrf(hypotheses, streams).score}
+
+
 #: model task -> how its ``predict`` output is scored by hand
 PREDICTION_SCORERS: dict[str, Scorer] = {"ner": score_entities, "cls": score_labels, "pair": score_labels,
-                                         "mrc": score_answers}
+                                         "mrc": score_answers, "mt": score_translations}

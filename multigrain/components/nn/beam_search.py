@@ -3,12 +3,14 @@
 With ``B`` sentences, ``K`` beams and ``V`` target tokens the decoder runs on ``N = B * K`` rows
 (row ``b * K + k`` = beam k of sentence b). At step ``t`` (the t-th generated token, 0-based):
 
-- every live beam ending in EOS is a finished hypothesis of ``t + 1`` tokens (EOS counted) with
-  score ``s / lp(t + 1)``, ``s`` the sum of its token log-probabilities and
-  ``lp(L) = ((5 + L) / 6) ** alpha`` the GNMT length penalty (Wu et al. 2016, eq. 14;
-  ``alpha = 0``: raw log-probabilities). The K best finished ones of a sentence are kept;
-- the K best non-EOS extensions (over all K x V) become the live beams; the decoder's state is
-  reordered to them by ``index_select`` on the flattened rows (the caller's ``reorder``);
+- every live beam is extended by every token; of the ``K * V`` extensions of a sentence the
+  ``2K`` best are ranked. An EOS extension among the ``K`` best is a finished hypothesis of
+  ``t + 1`` tokens (EOS counted) with score ``s / lp(t + 1)``, ``s`` the sum of its token
+  log-probabilities and ``lp(L) = ((5 + L) / 6) ** alpha`` the GNMT length penalty (Wu et al.
+  2016, eq. 14; ``alpha = 0``: raw log-probabilities); the K best finished ones of a sentence
+  are kept (fairseq's and ``transformers``' rule);
+- the K best non-EOS extensions become the live beams; the decoder's state is reordered to
+  them by ``index_select`` on the flattened rows (the caller's ``reorder``);
 - a sentence may generate at most ``max_lengths[b]`` tokens before its EOS: at
   ``t = max_lengths[b]`` only EOS is allowed;
 - a sentence is done when it has K finished hypotheses and no live beam can beat the worst of
@@ -16,9 +18,11 @@ With ``B`` sentences, ``K`` beams and ``V`` target tokens the decoder runs on ``
   ``s_live / max_L lp(L)`` over the lengths it can still reach (``lp`` grows with L for
   alpha >= 0). Decoding stops when every sentence is done.
 
-Beam 1 keeps one live beam: with ``alpha = 0`` (or whenever EOS is the most likely token and no
-longer hypothesis can score better) it is greedy (argmax) decoding. ``bos`` is fed at t = 0;
-``bos`` and ``pad`` are never generated. No Python loop over sentences or beams; one loop over
+Beam 1 is greedy decoding: EOS finishes only when it is the most likely token, and then (for
+``alpha = 0``; with ``alpha > 0`` while a longer hypothesis could still score better under the
+penalty, it goes on) the sentence is done. When ``K`` is at least the number of finite
+extensions at every step the search is exhaustive: it returns the best sequence of all.
+``bos`` is fed at t = 0; ``bos`` and ``pad`` are never generated. No Python loop over sentences or beams; one loop over
 steps, one device->host sync per step (the "all done" test).
 """
 from __future__ import annotations
@@ -77,30 +81,39 @@ def beam_search(step: Step, reorder: Reorder, state: Any, batch_size: int, beam_
     # the largest penalty a live beam can still reach: at its longest possible hypothesis
     best_penalty = length_penalty(max_lengths + 1, alpha) if alpha >= 0 else None
     tokens = torch.full((B * K,), bos, dtype=torch.long, device=device)
+    vocabulary = None
     for t in range(longest + 1):
         log_probs, state = step(state, tokens, t)
         V = log_probs.shape[-1]
+        if vocabulary is None:
+            vocabulary = torch.arange(V, device=device)
         log_probs = log_probs.float().view(B, K, V)
 
-        # beams ending here with EOS join the finished ones; the K best are kept
-        ended = (live_scores + log_probs[:, :, eos]) / length_penalty(torch.tensor(t + 1), alpha)
-        ended = ended.masked_fill(sentence_done.unsqueeze(1), neg_inf)
-        ended_tokens = live_tokens.clone()
-        ended_tokens[:, :, t] = eos
-        pool_scores, pick = torch.cat([done_scores, ended], 1).topk(K, dim=1)
-        done_scores = pool_scores
-        done_tokens = torch.cat([done_tokens, ended_tokens], 1).gather(1, pick.unsqueeze(-1).expand(-1, -1, L))
-        done_lengths = torch.cat([done_lengths, torch.full_like(done_lengths, t)], 1).gather(1, pick)
+        # every extension of every live beam, the best 2K of each sentence in order
+        extended = live_scores.unsqueeze(-1) + log_probs  # [B, K, V]
+        extended[:, :, [pad, bos]] = neg_inf
+        extended = extended.masked_fill(sentence_done.view(B, 1, 1), neg_inf)
+        at_limit = (max_lengths <= t).view(B, 1, 1)  # only EOS from here
+        extended = torch.where(at_limit & (vocabulary != eos), neg_inf, extended)
+        top_scores, flat = extended.view(B, K * V).topk(min(2 * K, K * V), dim=1)
+        beam, token = flat // V, flat % V
+        candidates = live_tokens.gather(1, beam.unsqueeze(-1).expand(-1, -1, L))  # [B, 2K, L]
+        candidates[:, :, t] = token
+        ended = token == eos
+
+        # EOS extensions among the K best finish (length t + 1); the K best finished are kept
+        ranks = torch.arange(top_scores.shape[1], device=device)
+        finishing = ended & (ranks < K)
+        penalised = (top_scores / length_penalty(torch.tensor(t + 1), alpha)).masked_fill(~finishing, neg_inf)
+        done_scores, pick = torch.cat([done_scores, penalised], 1).topk(K, dim=1)
+        done_tokens = torch.cat([done_tokens, candidates], 1).gather(1, pick.unsqueeze(-1).expand(-1, -1, L))
+        done_lengths = torch.cat([done_lengths, torch.full_like(penalised, t, dtype=torch.long)], 1).gather(1, pick)
 
         # the K best extensions by another token continue
-        extended = live_scores.unsqueeze(-1) + log_probs  # [B, K, V]
-        extended[:, :, [eos, pad, bos]] = neg_inf
-        stop = sentence_done | (max_lengths <= t)
-        extended = extended.masked_fill(stop.view(B, 1, 1), neg_inf)
-        live_scores, flat = extended.view(B, K * V).topk(K, dim=1)
-        beam, token = flat // V, flat % V
-        live_tokens = live_tokens.gather(1, beam.unsqueeze(-1).expand(-1, -1, L))
-        live_tokens[:, :, t] = token
+        live_scores, keep = top_scores.masked_fill(ended, neg_inf).topk(K, dim=1)
+        beam = beam.gather(1, keep)
+        token = token.gather(1, keep)
+        live_tokens = candidates.gather(1, keep.unsqueeze(-1).expand(-1, -1, L))
 
         bound = live_scores[:, 0] / (best_penalty if best_penalty is not None
                                      else length_penalty(torch.tensor(t + 2), alpha))

@@ -1,0 +1,126 @@
+"""The translator: a tiny model overfits 50 Tatoeba pairs (BLEU >= 90 on them), its run directory
+reloads with the same subword model and scores, ``predict`` translates, ``--resume`` reuses the
+fitted subword model, BiG reads the lattice, and bad input is one clear error each."""
+import json
+import shutil
+
+import pytest
+
+from multigrain.platform.errors import ConfigurationError, DataError
+from multigrain.platform.runs import Run
+from multigrain.testing import ModelTestCase, tiny_spec
+
+#: the tiny translator of these tests: 1 encoder and 1 decoder layer of 32 units
+TINY = {"type": "translator", "embedder": {"type": "char_bigram", "char_dim": 32, "bigram_dim": 0, "dropout": 0.0},
+        "encoder": {"type": "transformer", "hidden_size": 32, "num_layers": 1, "num_heads": 2, "ffn_dim": 64,
+                    "dropout": 0.0, "attention_dropout": 0.0},
+        "decoder": {"num_layers": 1, "num_heads": 2, "feedforward_dim": 64, "dropout": 0.0, "label_smoothing": 0.0},
+        "target_vocab_size": 300, "beam_size": 2, "max_source_length": 20, "max_length_offset": 5}
+
+
+def tatoeba_pairs(data_dir, directory, count: int, first_line: int = 2000) -> str:
+    """``count`` consecutive pairs of Tatoeba cmn-eng (short sentences) written to a file of the
+    same format; returns its path."""
+    lines = (data_dir / "tatoeba_cmn_eng" / "cmn.txt").read_text(encoding="utf-8-sig").splitlines()
+    path = directory / f"tatoeba{count}.txt"
+    path.write_text("\n".join(lines[first_line:first_line + count]) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def spec_for(train: str, epochs: int, model: dict = TINY, reader: dict | None = None, **trainer) -> dict:
+    return tiny_spec(dict(model), reader or {"type": "tatoeba_cmn_eng"}, train, train, epochs=epochs, lr=0.01,
+                     batch_size=10, task="mt", dataset="tatoeba", validation_metric="+bleu", grad_clipping=1.0,
+                     **trainer)
+
+
+@pytest.fixture(scope="module")
+def overfit(tmp_path_factory):
+    from tests.conftest import DATA
+
+    directory = tmp_path_factory.mktemp("translator")
+    case = ModelTestCase(spec_for(tatoeba_pairs(DATA, directory, 50), epochs=30), directory / "run")
+    case.check("bleu", minimum=90.0)
+    return case
+
+
+def test_a_tiny_translator_overfits_fifty_pairs_and_its_archive_translates(overfit):
+    validation = overfit.result["validation"]
+    assert validation["bleu"] >= 90.0 and validation["chrf"] >= 85.0
+    archive = overfit.archive
+    assert (overfit.run_dir / "resources" / "target_subwords.json").is_file()
+    assert archive.model.subwords.vocab_size <= 300
+    instances = archive.read(overfit.spec["train_data_path"])
+    predictions = list(archive.predict_batches(instances[:5]))
+    assert [set(p) for p in predictions] == [{"source", "translation"}] * 5
+    assert [p["source"] for p in predictions] == [x["source"] for x in instances[:5]]
+    assert sum(p["translation"] == x["references"][0] for p, x in zip(predictions, instances)) >= 3
+    assert archive.model.tracking_tags()["sacrebleu_signature"].startswith("nrefs:1|case:lc|eff:no|tok:13a|")
+
+
+def test_predict_input_translates_and_bad_predict_input_names_its_line(overfit, tmp_path):
+    archive = overfit.archive
+    first = archive.read(overfit.spec["train_data_path"])[0]
+    good = tmp_path / "in.jsonl"
+    good.write_text(json.dumps({"text": first["source"]}, ensure_ascii=False) + "\n", encoding="utf-8")
+    (prediction,) = archive.predict_batches(archive.read_json_lines(str(good)))
+    assert prediction == {"source": first["source"], "translation": prediction["translation"]}
+    assert prediction["translation"].strip()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"text": first["source"]}) + "\n" + json.dumps({"text": "  "}) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"bad\.jsonl:2.*non-empty string"):
+        archive.read_json_lines(str(bad))
+    with pytest.raises(ValueError, match="non-empty"):
+        archive.model.text_to_instance({"text": ""})
+
+
+def test_an_over_long_source_is_an_error_naming_its_line_or_is_cut(overfit, tmp_path):
+    archive = overfit.archive
+    long_source = "我" * 25  # max_source_length is 20
+    path = tmp_path / "long.txt"
+    path.write_text("Hi.\t你好。\tx\nMe.\t" + long_source + "\tx\n", encoding="utf-8")
+    instances = archive.read(str(path))
+    with pytest.raises(DataError, match=r"long\.txt:2: a source of 25 characters, more than max_source_length 20"):
+        list(archive.predict_batches(instances))
+    archive.model.truncate = True
+    try:
+        assert archive.model.tensorize(instances)["chars"].shape == (2, 20)
+        assert len(list(archive.predict_batches(instances))) == 2
+    finally:
+        archive.model.truncate = False
+
+
+def test_a_run_without_its_subword_model_is_refused(overfit, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(overfit.run_dir, copy)
+    (copy / "resources" / "target_subwords.json").unlink()
+    with pytest.raises(ConfigurationError, match=r"no resources/target_subwords\.json"):
+        Run.open(copy).load_archive()
+
+
+def test_resume_reuses_the_fitted_subword_model(data_dir, tmp_path):
+    train = tatoeba_pairs(data_dir, tmp_path, 10)
+    run = Run(spec_for(train, epochs=2), tmp_path / "run")
+    run.train(stop_after_epoch=1)
+    subwords = tmp_path / "run" / "resources" / "target_subwords.json"
+    fitted = subwords.read_bytes()
+    subwords.write_bytes(fitted.replace(b'"<unk>"', b'"<unk>" '))  # a marker: a refit would drop it
+    result = Run(spec_for(train, epochs=2), tmp_path / "run").train(resume=True)
+    assert result["finished"] and len(result["history"]) == 2
+    assert subwords.read_bytes() != fitted and json.loads(subwords.read_bytes()) == json.loads(fitted)
+
+
+def test_big_reads_the_lattice_of_the_source(data_dir, tmp_path):
+    train = tatoeba_pairs(data_dir, tmp_path, 10)
+    lexicon = tmp_path / "lexicon.txt"
+    lexicon.write_text("汤姆\n觉得\n跟着\n", encoding="utf-8")
+    reader = {"type": "tatoeba_cmn_eng", "lattice_builder": {"type": "lexicon", "lexicon_path": str(lexicon)},
+              "cache_dir": str(tmp_path / "cache")}
+    model = dict(TINY, encoder={"type": "big", "hidden_size": 32, "num_layers": 1, "num_heads": 2, "ffn_dim": 64,
+                                "dropout": 0.0, "attention_dropout": 0.0})
+    run = Run(spec_for(train, epochs=1, model=model, reader=reader), tmp_path / "run")
+    result = run.train()
+    assert result["finished"] and 0.0 <= result["validation"]["bleu"] <= 100.0
+    archive = run.load_archive()
+    instances = archive.read(train)
+    assert all(x["lattice"] is not None for x in instances)
+    assert archive.model.tensorize(instances)["lattice"].mask.shape[1] > max(len(x["chars"]) for x in instances)
