@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from multigrain.components.nn.attention import attention_mask
 from multigrain.components.nn.beam_search import Hypotheses, beam_search
 from multigrain.components.nn.decoder_layer import KeyValues, PostNormDecoderLayer
 from multigrain.components.nn.positions import sinusoidal_positions
@@ -36,7 +37,7 @@ from multigrain.platform.kinds import Head
 class DecoderState:
     """What incremental decoding keeps between steps for ``N`` rows: per layer the self-attention
     cache ``[N, h, t, dh]`` (None before the first step) and the cross-attention keys/values
-    ``[N, h, S, dh]``; ``memory_mask [N, S]``."""
+    ``[N, h, S, dh]``; ``memory_mask [N, 1, 1, S]`` (as the attention takes it)."""
 
     caches: list[Optional[KeyValues]]
     memory: list[KeyValues]
@@ -68,7 +69,7 @@ class NmtDecoder(Head):
 
     # pieces ------------------------------------------------------------------------------------
     def embed(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        """``[..., T]`` token ids at ``positions`` -> ``[..., T, d]``."""
+        """``[..., T]`` token ids at ``positions`` (broadcastable to them) -> ``[..., T, d]``."""
         x = self.embedding(tokens) * math.sqrt(self.dim) + sinusoidal_positions(positions, self.dim)
         return self.dropout(x)
 
@@ -92,11 +93,11 @@ class NmtDecoder(Head):
         target_output ``[B, T]`` (shifted by one, EOS last, ``pad`` after). Returns ``logits
         [B, T, V]`` and, with targets, ``loss``."""
         T = target_input.shape[1]
-        positions = torch.arange(T, device=target_input.device)
-        x = self.embed(target_input, positions.expand_as(target_input))
-        causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril().unsqueeze(0)  # [1, T, T]
+        x = self.embed(target_input, torch.arange(T, device=target_input.device).unsqueeze(0))
+        causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril().view(1, 1, T, T)
+        memory_mask = attention_mask(1, None, source_mask).unsqueeze(1)  # [B, 1, 1, S]
         for layer, memory in zip(self.layers, self.memory(states)):
-            x = layer(x, memory, source_mask, causal)
+            x = layer(x, memory, memory_mask, causal)
         out = {"logits": self.logits(x)}
         if target_output is not None:
             out["loss"] = self.loss(out["logits"], target_output)
@@ -108,12 +109,13 @@ class NmtDecoder(Head):
         the cross-attention keys/values are computed here, once per source."""
         memory = [(k.repeat_interleave(beam_size, 0), v.repeat_interleave(beam_size, 0))
                   for k, v in self.memory(states)]
-        return DecoderState([None] * len(self.layers), memory, source_mask.repeat_interleave(beam_size, 0))
+        memory_mask = attention_mask(1, None, source_mask).unsqueeze(1).repeat_interleave(beam_size, 0)
+        return DecoderState([None] * len(self.layers), memory, memory_mask)
 
     def step(self, state: DecoderState, tokens: torch.Tensor, t: int) -> tuple[torch.Tensor, DecoderState]:
         """The token of each row at position ``t`` (``[N]``) -> ``(log-probabilities of the next
         token [N, V], the state with position t cached)``."""
-        x = self.embed(tokens.unsqueeze(1), torch.full_like(tokens, t).unsqueeze(1))  # [N, 1, d]
+        x = self.embed(tokens.unsqueeze(1), torch.full((1, 1), t, device=tokens.device))  # [N, 1, d]
         caches = []
         for layer, cache, memory in zip(self.layers, state.caches, state.memory):
             x, cache = layer.step(x, cache, memory, state.memory_mask)

@@ -128,15 +128,13 @@ class MultiHeadAttention(nn.Module):
         return self.heads(self.k(key)), self.heads(self.v(key))
 
     def attend(self, query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
-               allowed: Optional[torch.Tensor] = None, key_mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+               mask: Optional[torch.Tensor] = None) -> torch.Tensor:
         """``forward`` over keys/values already projected by :meth:`key_values`: query
-        ``[B, Tq, d]``, keys/values ``[B, h, Tk, dh]``, ``allowed [B, Tq, Tk]`` or ``key_mask
-        [B, Tk]`` bool, or neither (every key). No relation tables. Returns ``[B, Tq, d]``."""
+        ``[B, Tq, d]``, keys/values ``[B, h, Tk, dh]``; ``mask`` a bool mask broadcastable to
+        ``[B, h, Tq, Tk]`` made once by the caller with :func:`attention_mask` (``[B, 1, Tq, Tk]``
+        or ``[B, 1, 1, Tk]``), None: every key. No relation tables. Returns ``[B, Tq, d]``."""
         q = self.heads(self.q(query))
         dropout = self.dropout if self.training else 0.0
-        mask = None
-        if allowed is not None or key_mask is not None:
-            mask = attention_mask(query.shape[1], allowed, key_mask).unsqueeze(1)
         return self.merge(F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=dropout))
 
     def weights(self, query: torch.Tensor, key: Optional[torch.Tensor] = None,

@@ -68,6 +68,7 @@ def beam_search(step: Step, reorder: Reorder, state: Any, batch_size: int, beam_
     B, K = batch_size, beam_size
     device = max_lengths.device
     longest = int(max_lengths.max()) if B else 0
+    shortest = int(max_lengths.min()) if B else 0
     L = longest + 1  # room for the EOS of a maximal hypothesis
     neg_inf = float("-inf")
     live_scores = torch.full((B, K), neg_inf, device=device)
@@ -82,6 +83,7 @@ def beam_search(step: Step, reorder: Reorder, state: Any, batch_size: int, beam_
     best_penalty = length_penalty(max_lengths + 1, alpha) if alpha >= 0 else None
     tokens = torch.full((B * K,), bos, dtype=torch.long, device=device)
     vocabulary = None
+    any_done = False
     for t in range(longest + 1):
         log_probs, state = step(state, tokens, t)
         V = log_probs.shape[-1]
@@ -92,9 +94,11 @@ def beam_search(step: Step, reorder: Reorder, state: Any, batch_size: int, beam_
         # every extension of every live beam, the best 2K of each sentence in order
         extended = live_scores.unsqueeze(-1) + log_probs  # [B, K, V]
         extended[:, :, [pad, bos]] = neg_inf
-        extended = extended.masked_fill(sentence_done.view(B, 1, 1), neg_inf)
-        at_limit = (max_lengths <= t).view(B, 1, 1)  # only EOS from here
-        extended = torch.where(at_limit & (vocabulary != eos), neg_inf, extended)
+        if any_done:
+            extended = extended.masked_fill(sentence_done.view(B, 1, 1), neg_inf)
+        if t >= shortest:  # only EOS from a sentence's length limit on
+            at_limit = (max_lengths <= t).view(B, 1, 1)
+            extended = torch.where(at_limit & (vocabulary != eos), neg_inf, extended)
         top_scores, flat = extended.view(B, K * V).topk(min(2 * K, K * V), dim=1)
         beam, token = flat // V, flat % V
         candidates = live_tokens.gather(1, beam.unsqueeze(-1).expand(-1, -1, L))  # [B, 2K, L]
@@ -118,8 +122,10 @@ def beam_search(step: Step, reorder: Reorder, state: Any, batch_size: int, beam_
         bound = live_scores[:, 0] / (best_penalty if best_penalty is not None
                                      else length_penalty(torch.tensor(t + 2), alpha))
         sentence_done = sentence_done | torch.isneginf(live_scores[:, 0]) | (done_scores[:, -1] >= bound)
-        if bool(sentence_done.all()):
+        finished = int(sentence_done.sum())  # the step's one device -> host sync
+        if finished == B:
             break
+        any_done = finished > 0
         state = reorder(state, (rows + beam).view(-1))
         tokens = token.view(-1)
     out_tokens = done_tokens.masked_fill(done_tokens == eos, pad)[:, :, :max(longest, 1)]

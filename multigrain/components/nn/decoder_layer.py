@@ -42,18 +42,19 @@ class PostNormDecoderLayer(nn.Module):
         return self.cross_attention.key_values(memory)
 
     def forward(self, y: torch.Tensor, memory: KeyValues, memory_mask: torch.Tensor,
-                allowed: Optional[torch.Tensor]) -> torch.Tensor:
+                causal: torch.Tensor) -> torch.Tensor:
         """Every position at once (teacher forcing): ``y [B, T, d]``, ``memory`` from
-        :meth:`memory`, ``memory_mask [B, S]``, ``allowed [B or 1, T, T]`` the causal mask.
+        :meth:`memory`; the attention masks as :meth:`MultiHeadAttention.attend` takes them,
+        made once for all layers: ``memory_mask [B, 1, 1, S]``, ``causal [1, 1, T, T]``.
         Returns ``[B, T, d]``."""
         keys, values = self.self_attention.key_values(y)
-        y = self.norm1(y, self.self_attention.attend(y, keys, values, allowed=allowed))
+        y = self.norm1(y, self.self_attention.attend(y, keys, values, causal))
         return self._cross_and_ffn(y, memory, memory_mask)
 
     def step(self, y: torch.Tensor, cache: Optional[KeyValues], memory: KeyValues,
              memory_mask: torch.Tensor) -> tuple[torch.Tensor, KeyValues]:
         """One new position: ``y [N, 1, d]``; ``cache`` the self-attention keys/values of the
-        earlier positions ``[N, h, t, dh]`` (None at t = 0). Returns ``(y [N, 1, d], cache with
+        earlier positions ``[N, h, t, dh]`` (None at t = 0); ``memory_mask [N, 1, 1, S]``. Returns ``(y [N, 1, d], cache with
         this position appended [N, h, t+1, dh])``: the same numbers as :meth:`forward` at t."""
         keys, values = self.self_attention.key_values(y)
         if cache is not None:
@@ -62,5 +63,5 @@ class PostNormDecoderLayer(nn.Module):
         return self._cross_and_ffn(y, memory, memory_mask), (keys, values)
 
     def _cross_and_ffn(self, y: torch.Tensor, memory: KeyValues, memory_mask: torch.Tensor) -> torch.Tensor:
-        y = self.norm2(y, self.cross_attention.attend(y, memory[0], memory[1], key_mask=memory_mask))
+        y = self.norm2(y, self.cross_attention.attend(y, memory[0], memory[1], memory_mask))
         return self.norm3(y, self.ffn(y))
