@@ -83,6 +83,16 @@ def marian(a):
     return MarianMTModel(config)
 
 
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def median_times(fns, repeats: int) -> list[float]:
     times: list[list[float]] = [[] for _ in fns]
     for fn in fns:  # warm-up
@@ -110,6 +120,7 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--no-write", action="store_true")
     a = p.parse_args()
+    load_at_start = os.getloadavg()[0]
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     device = torch.device(a.device)
@@ -120,13 +131,13 @@ def main() -> None:
     rows = []
     with torch.inference_mode():
         for beam in (4, 1):
-            def run_ours():
+            def run_ours(beam=beam):
                 out = ours.translate(source, beam, T)
                 if device.type == "cuda":
                     torch.cuda.synchronize()
                 return out
 
-            def run_theirs():
+            def run_theirs(beam=beam):
                 out = theirs.generate(input_ids=source, attention_mask=attention_mask, num_beams=beam,
                                       do_sample=False, min_new_tokens=T, max_new_tokens=T,
                                       **({"length_penalty": 0.6} if beam > 1 else {}))
@@ -142,8 +153,8 @@ def main() -> None:
             print(f"beam {beam}: ours {a.batch / t_ours:.1f} sent/s, Marian generate {a.batch / t_theirs:.1f} sent/s, "
                   f"x{t_theirs / t_ours:.2f}", flush=True)
     hardware = (torch.cuda.get_device_name(device) if device.type == "cuda"
-                else f"{platform.processor() or platform.machine()} CPU, {a.threads} thread(s), load average "
-                     f"{os.getloadavg()[0]:.1f} at the end")
+                else f"{cpu_name()}, {os.cpu_count()} cores shared with other processes, {a.threads} torch "
+                     f"thread(s), load average {load_at_start:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
     body = [f"{a.batch} sources of {a.source_length} tokens, {T} decoder steps each (EOS held back so both "
             f"systems decode equally long), d_model {a.d_model}, {a.layers}+{a.layers} layers, {a.heads} heads, "
             f"FFN {a.ffn}, vocabulary {a.vocab}, random weights; median of {a.repeats} batches. "

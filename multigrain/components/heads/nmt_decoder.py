@@ -12,7 +12,8 @@ Target tokens ``y [B, T]`` (``BOS y_1 .. y_{T-1}``, teacher forcing) are embedde
              averaged over target tokens
 
 Incremental decoding (beam search, ``components/nn/beam_search.py``): the cross-attention keys
-and values are computed once per source and repeated for its beams; each step appends its
+and values are computed once per source and shared by its beams (they attend as that many
+queries of the source); each step appends its
 position's self-attention keys/values to a per-layer cache, which beam search reorders by
 ``index_select``. :meth:`step` gives the same logits as :meth:`forward` at that position.
 """
@@ -35,13 +36,15 @@ from multigrain.platform.kinds import Head
 
 @dataclass
 class DecoderState:
-    """What incremental decoding keeps between steps for ``N`` rows: per layer the self-attention
-    cache ``[N, h, t, dh]`` (None before the first step) and the cross-attention keys/values
-    ``[N, h, S, dh]``; ``memory_mask [N, 1, 1, S]`` (as the attention takes it)."""
+    """What incremental decoding keeps between steps for ``N = B * beam_size`` rows (row
+    ``b * beam_size + k``: beam k of source b): per layer the self-attention cache
+    ``[N, h, t, dh]`` (None before the first step) and the cross-attention keys/values of the B
+    sources ``[B, h, S, dh]``; ``memory_mask [B, 1, 1, S]`` (as the attention takes it)."""
 
     caches: list[Optional[KeyValues]]
     memory: list[KeyValues]
     memory_mask: torch.Tensor
+    beam_size: int = 1
 
 
 @Head.register("nmt_decoder")
@@ -105,12 +108,10 @@ class NmtDecoder(Head):
 
     # incremental decoding ----------------------------------------------------------------------
     def start(self, states: torch.Tensor, source_mask: torch.Tensor, beam_size: int = 1) -> DecoderState:
-        """The state of ``B * beam_size`` rows (each source repeated for its beams) before step 0;
-        the cross-attention keys/values are computed here, once per source."""
-        memory = [(k.repeat_interleave(beam_size, 0), v.repeat_interleave(beam_size, 0))
-                  for k, v in self.memory(states)]
-        memory_mask = attention_mask(1, None, source_mask).unsqueeze(1).repeat_interleave(beam_size, 0)
-        return DecoderState([None] * len(self.layers), memory, memory_mask)
+        """The state of ``B * beam_size`` rows before step 0; the cross-attention keys/values
+        are computed here, once per source (its beams share them)."""
+        memory_mask = attention_mask(1, None, source_mask).unsqueeze(1)  # [B, 1, 1, S]
+        return DecoderState([None] * len(self.layers), self.memory(states), memory_mask, beam_size)
 
     def step(self, state: DecoderState, tokens: torch.Tensor, t: int) -> tuple[torch.Tensor, DecoderState]:
         """The token of each row at position ``t`` (``[N]``) -> ``(log-probabilities of the next
@@ -118,10 +119,10 @@ class NmtDecoder(Head):
         x = self.embed(tokens.unsqueeze(1), torch.full((1, 1), t, device=tokens.device))  # [N, 1, d]
         caches = []
         for layer, cache, memory in zip(self.layers, state.caches, state.memory):
-            x, cache = layer.step(x, cache, memory, state.memory_mask)
+            x, cache = layer.step(x, cache, memory, state.memory_mask, state.beam_size)
             caches.append(cache)
         log_probs = self.logits(x[:, 0]).float().log_softmax(-1)
-        return log_probs, DecoderState(caches, state.memory, state.memory_mask)
+        return log_probs, DecoderState(caches, state.memory, state.memory_mask, state.beam_size)
 
     @staticmethod
     def reorder(state: DecoderState, index: torch.Tensor) -> DecoderState:
@@ -129,7 +130,7 @@ class NmtDecoder(Head):
         search moves rows only among the beams of one source."""
         caches = [None if c is None else (c[0].index_select(0, index), c[1].index_select(0, index))
                   for c in state.caches]
-        return DecoderState(caches, state.memory, state.memory_mask)
+        return DecoderState(caches, state.memory, state.memory_mask, state.beam_size)
 
     def decode(self, states: torch.Tensor, source_mask: torch.Tensor, max_lengths: torch.Tensor,
                beam_size: int = 4, length_penalty: float = 0.6) -> Hypotheses:

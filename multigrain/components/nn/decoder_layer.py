@@ -8,8 +8,9 @@ For target states ``y [B, T, d]`` and encoder states (the memory) ``m [B, S, d]`
 
 Keys and values are projected by the caller-visible halves of :class:`MultiHeadAttention`
 (``key_values`` / ``attend``), so that incremental decoding keeps them: the cross-attention's
-once per source (:meth:`memory`), the self-attention's grown by one position per step
-(:meth:`step`), each ``[N, h, t, dh]``.
+once per source (:meth:`memory`, ``[B, h, S, dh]``, shared by the source's beams, which attend
+as that many queries), the self-attention's grown by one position per step (:meth:`step`,
+``[N, h, t, dh]`` per row).
 """
 from __future__ import annotations
 
@@ -51,16 +52,20 @@ class PostNormDecoderLayer(nn.Module):
         y = self.norm1(y, self.self_attention.attend(y, keys, values, causal))
         return self._cross_and_ffn(y, memory, memory_mask)
 
-    def step(self, y: torch.Tensor, cache: Optional[KeyValues], memory: KeyValues,
-             memory_mask: torch.Tensor) -> tuple[torch.Tensor, KeyValues]:
-        """One new position: ``y [N, 1, d]``; ``cache`` the self-attention keys/values of the
-        earlier positions ``[N, h, t, dh]`` (None at t = 0); ``memory_mask [N, 1, 1, S]``. Returns ``(y [N, 1, d], cache with
-        this position appended [N, h, t+1, dh])``: the same numbers as :meth:`forward` at t."""
+    def step(self, y: torch.Tensor, cache: Optional[KeyValues], memory: KeyValues, memory_mask: torch.Tensor,
+             beam_size: int = 1) -> tuple[torch.Tensor, KeyValues]:
+        """One new position of ``N = B * beam_size`` rows (row ``b * beam_size + k``: beam k of
+        source b): ``y [N, 1, d]``; ``cache`` the self-attention keys/values of the earlier
+        positions ``[N, h, t, dh]`` (None at t = 0); ``memory`` the B sources' keys/values
+        ``[B, h, S, dh]`` and ``memory_mask [B, 1, 1, S]``, not repeated per beam: the beams of a
+        source are its ``beam_size`` queries in one cross-attention. Returns ``(y [N, 1, d],
+        cache with this position appended [N, h, t+1, dh])``: the numbers of :meth:`forward` at t."""
         keys, values = self.self_attention.key_values(y)
         if cache is not None:
             keys, values = torch.cat([cache[0], keys], 2), torch.cat([cache[1], values], 2)
         y = self.norm1(y, self.self_attention.attend(y, keys, values))
-        return self._cross_and_ffn(y, memory, memory_mask), (keys, values)
+        by_source = self._cross_and_ffn(y.view(-1, beam_size, y.shape[-1]), memory, memory_mask)
+        return by_source.view(y.shape), (keys, values)
 
     def _cross_and_ffn(self, y: torch.Tensor, memory: KeyValues, memory_mask: torch.Tensor) -> torch.Tensor:
         y = self.norm2(y, self.cross_attention.attend(y, memory[0], memory[1], memory_mask))

@@ -7,7 +7,6 @@ import math
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from multigrain.components.heads.nmt_decoder import NmtDecoder
 from multigrain.components.nn.beam_search import beam_search, length_penalty
@@ -252,7 +251,7 @@ def test_the_batched_beam_search_equals_a_sentence_by_sentence_reference(K, alph
         found = decoder.decode(states, mask, torch.tensor(limits), beam_size=K, length_penalty=alpha)
         longer = 0  # non-empty hypotheses: those for which the cache reordering matters
         for b, limit in enumerate(limits):
-            def step_one(prefix):
+            def step_one(prefix, b=b):
                 return full_log_probs(decoder, states[b:b + 1], mask[b:b + 1], torch.tensor([(BOS,) + prefix]))[0]
 
             expected = reference_beam_search(step_one, limit, K, alpha)
