@@ -221,14 +221,19 @@ class RunLogger:
         for split, prefix in (("validation", "best_validation"), ("test", "test")):
             for k, v in (result.get(split) or {}).items():
                 metrics.append(Metric(f"{prefix}_{k}", float(v), now, 0))
+        for name, entry in (result.get("test_sets") or {}).items():  # platform/test_sets.py
+            metrics += [Metric(f"test_{name}_{k}", float(v), now, 0) for k, v in entry["metrics"].items()]
         for k in ("training_seconds", "seconds", "epochs_completed", "best_epoch"):
             if isinstance(result.get(k), (int, float)):
                 metrics.append(Metric(k, float(result[k]), now, 0))
         if metrics:
             self.client.log_batch(self.run_id, metrics=metrics)
         key = result.get("leaderboard_metric")
+        tags = [RunTag(k, str(v)) for k, v in (result.get("tracking_tags") or {}).items()]
         if key:
-            self.client.log_batch(self.run_id, tags=[RunTag("leaderboard_metric", f"test_{key}")])
+            tags.append(RunTag("leaderboard_metric", f"test_{key}"))
+        if tags:
+            self.client.log_batch(self.run_id, tags=tags)
         run_dir = Path(run_dir)
         for name in ("config.json", "metrics.json"):
             if (run_dir / name).exists():
@@ -273,6 +278,8 @@ def replay(result: dict, spec: dict, uri: Optional[str] = None) -> str:
     """Log a finished run from its result (what a Ray worker returned to the driver, or the
     metrics.json of a run trained elsewhere), tagged with the commit recorded where it trained;
     where none was recorded, or the trainer had no git checkout (a Ray working_dir), this one's."""
+    from multigrain.platform.test_sets import record_test_sets
+
     logger = RunLogger(uri)
     ident = {k: result[k] for k in ("task", "dataset", "model", "encoder")}
     trained_at = result.get("git_commit")
@@ -281,5 +288,6 @@ def replay(result: dict, spec: dict, uri: Optional[str] = None) -> str:
                           source=result.get("source"))
     for record in result.get("history", []):
         logger.log_epoch(record["epoch"], record)
+    record_test_sets(spec, result, uri)  # before FINISHED: see platform/test_sets.py
     logger.finish(result, result["run_dir"])
     return run_id
