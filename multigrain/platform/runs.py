@@ -241,7 +241,8 @@ class Run:
             confusion = getattr(model, "confusion", None)  # gold x predicted counts (classifiers)
             if callable(confusion) and test:
                 result["test_confusion"] = confusion()
-            result.update(evaluate_test_sets(exp, model, trainer.device, test_sets))
+            result.update(evaluate_test_sets(exp, model, trainer.device, test_sets,
+                                             lambda data: eval_batches(model, data, exp.data_loader)))
             tags = tracking_tags(model)  # e.g. the sacrebleu signature of a translator
             if tags:
                 result["tracking_tags"] = tags

@@ -278,8 +278,6 @@ def replay(result: dict, spec: dict, uri: Optional[str] = None) -> str:
     """Log a finished run from its result (what a Ray worker returned to the driver, or the
     metrics.json of a run trained elsewhere), tagged with the commit recorded where it trained;
     where none was recorded, or the trainer had no git checkout (a Ray working_dir), this one's."""
-    from multigrain.platform.test_sets import record_test_sets
-
     logger = RunLogger(uri)
     ident = {k: result[k] for k in ("task", "dataset", "model", "encoder")}
     trained_at = result.get("git_commit")
@@ -291,3 +289,41 @@ def replay(result: dict, spec: dict, uri: Optional[str] = None) -> str:
     record_test_sets(spec, result, uri)  # before FINISHED: see platform/test_sets.py
     logger.finish(result, result["run_dir"])
     return run_id
+
+
+def record_test_set_row(spec: dict, ident: dict, digest: str, run_dir: str, name: str, path: str, metrics: dict,
+               leaderboard_metric: Optional[str], tags: dict[str, str], uri: Optional[str] = None,
+               commit: Optional[str] = None, source: Optional[str] = None, reuse: bool = True) -> str:
+    """The leaderboard row of one run on test set ``name`` (experiment ``<task>/<name>``); with
+    ``reuse`` an existing finished row of the same spec hash, run directory and set is kept (a
+    training's rows are recorded once). Returns its run id."""
+    from mlflow.entities import RunTag
+
+    row_ident = {**ident, "dataset": name}
+    client = open_store(tracking_uri(uri))
+    experiment = client.get_experiment_by_name(experiment_name(row_ident))
+    if experiment is not None and reuse:
+        for existing in client.search_runs([experiment.experiment_id], filter_string=(
+                f"tags.spec_hash = '{digest}' and tags.test_set = '{name}' and attributes.status = 'FINISHED'")):
+            if existing.data.tags.get("run_dir") == str(run_dir):
+                return existing.info.run_id
+    logger = RunLogger(uri)
+    run_id = logger.start(spec, row_ident, digest, str(run_dir), leaderboard=True, commit=commit, source=source)
+    title = logger.client.get_run(run_id).data.tags.get("mlflow.runName", "")
+    extra = {**tags, "test_set": name, "evaluated_on": name, "test_set_path": str(path),
+             "mlflow.runName": f"{title} on {name}"}
+    logger.client.log_batch(run_id, tags=[RunTag(k, v) for k, v in extra.items()], synchronous=True)
+    logger.finish({"test": metrics, "leaderboard_metric": leaderboard_metric}, str(run_dir))
+    return run_id
+
+
+def record_test_sets(spec: dict, result: dict, uri: Optional[str] = None, source: Optional[str] = None) -> list[str]:
+    """The leaderboard rows of a finished ``result`` (``metrics.json``) on each of its test sets
+    (``platform/test_sets.py``)."""
+    ident = {k: result.get(k, "") for k in ("task", "dataset", "model", "encoder")}
+    commit = result.get("git_commit")
+    commit = commit if commit and commit != "unknown" else None
+    return [record_test_set_row(spec, ident, result["spec_hash"], result["run_dir"], name, entry["data"], entry["metrics"],
+                       result.get("leaderboard_metric"), result.get("tracking_tags") or {}, uri, commit,
+                       source or result.get("source"))
+            for name, entry in (result.get("test_sets") or {}).items()]

@@ -14,7 +14,8 @@ from multigrain.platform.errors import ConfigurationError, SpecError
 from multigrain.platform.kinds import Model
 from multigrain.platform.leaderboard import leaderboard
 from multigrain.platform.specs import spec_hash
-from multigrain.platform.test_sets import record_test_sets, split_data_arguments
+from multigrain.platform.ray.evaluate import split_data_arguments
+from multigrain.platform.tracking import record_test_sets
 from multigrain.testing import copy_sentences
 from tests.conftest import DATA, resume_tagger_spec
 

@@ -34,9 +34,8 @@ def cmd_evaluate_all(args) -> int:
 
     from multigrain.platform.ray.archives import check_archives
     from multigrain.platform.ray.cluster import connect
-    from multigrain.platform.ray.evaluate import evaluate_all, print_evaluations, record_evaluations
-
-    from multigrain.platform.test_sets import split_data_arguments
+    from multigrain.platform.ray.evaluate import (evaluate_all, print_evaluations, record_evaluations,
+                                                   split_data_arguments)
 
     files, _ = split_data_arguments(args.run_dirs, args.data)
     check_archives(args.run_dirs, files)

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any, Optional
 
-from multigrain.platform.errors import MultigrainError
+from multigrain.platform.errors import ConfigurationError, MultigrainError
 from multigrain.platform.ray.archives import check_archives
 from multigrain.platform.ray.cluster import RemoteError, cluster_resources, error_text, gpus_per_actor
 
@@ -51,6 +51,32 @@ class ArchiveEvaluator:
         return row
 
 
+def split_data_arguments(run_dirs: list[str], data: list[str]) -> tuple[list[str], list[str]]:
+    """``evaluate-all --data`` entries as (files, test-set names): an entry that is no file but a
+    test set's name is a name; a name some run's spec lacks is an error naming those runs."""
+    from multigrain.platform.archive import read_spec
+    from multigrain.platform.test_sets import NAME
+
+    files = [d for d in data if Path(d).exists() or not NAME.match(d)]
+    names = [d for d in data if d not in files]
+    problems = []
+    for name in names:
+        lacking = []
+        for run_dir in run_dirs:
+            try:
+                sets = read_spec(Path(run_dir)).get("test_sets") or {}
+            except (OSError, ValueError, ConfigurationError):
+                continue  # not a run directory: check_archives names it
+            if name not in sets:
+                lacking.append(run_dir)
+        if lacking:
+            problems.append(f"--data {name}: no such file, and no test set of that name in the spec of "
+                            f"{', '.join(lacking)}")
+    if problems:
+        raise ConfigurationError("\n".join(problems))
+    return files, names
+
+
 def evaluator_pool(n: int, num_cpus: float = 1.0, num_gpus: float = 0.0, max_restarts: int = 2) -> list:
     """``n`` evaluator actors; one that dies is restarted (archives reloaded on demand) and the
     call it was running is retried."""
@@ -68,8 +94,6 @@ def evaluate_all(run_dirs: list[str], data_paths: list[str], actors: Optional[in
     name of a test set of the specs (``test_sets``) evaluates that set. Rows with an ``error`` failed."""
     import ray
     from ray.exceptions import RayError
-
-    from multigrain.platform.test_sets import split_data_arguments
 
     files, names = split_data_arguments(run_dirs, data_paths)
     named = check_archives(run_dirs, files)
@@ -110,8 +134,7 @@ def record_evaluations(rows: list[dict], uri: Optional[str] = None) -> None:
     from mlflow.entities import RunTag
 
     from multigrain.platform.runs import Run
-    from multigrain.platform.test_sets import record_row
-    from multigrain.platform.tracking import RunLogger
+    from multigrain.platform.tracking import RunLogger, record_test_set_row
 
     for row in rows:
         if "error" in row:
@@ -119,9 +142,9 @@ def record_evaluations(rows: list[dict], uri: Optional[str] = None) -> None:
         run = Run.open(row["run_dir"])
         ident, digest = run.identity, run.spec_hash
         if "test_set" in row:
-            row["run_id"] = record_row(run.spec, ident, digest, row["run_dir"], row["test_set"], row["data"],
-                                       row["metrics"], row.get("leaderboard_metric"), row.get("tracking_tags") or {},
-                                       uri, source=run.source, reuse=False)
+            row["run_id"] = record_test_set_row(
+                run.spec, ident, digest, row["run_dir"], row["test_set"], row["data"], row["metrics"],
+                row.get("leaderboard_metric"), row.get("tracking_tags") or {}, uri, source=run.source, reuse=False)
             continue
         logger = RunLogger(uri)
         run_id = logger.start(run.spec, ident, digest, row["run_dir"], leaderboard=True)
