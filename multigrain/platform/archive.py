@@ -4,6 +4,7 @@
       config.json        the resolved spec
       spec_hash          sha256 of its canonical JSON
       vocabulary/        vocabulary.json
+      resources/         files the model fitted on the training data (platform/resources.py)
       best.pt, last.pt   best weights; full training state
       metrics.json       history, validation and test metrics
 """
@@ -54,6 +55,14 @@ def read_vocabulary(run_dir: Path):
         return Vocabulary.load(path.parent)
     except (ValueError, UnicodeDecodeError, TypeError, AttributeError) as e:
         raise ConfigurationError(f"{path}: damaged vocabulary ({e})") from None
+
+
+def run_resources(run_dir: Path, training: Optional[list] = None):
+    """The run's fitted resource files (``resources/``); with ``training`` instances a missing one
+    is fitted (a fresh run), else it must exist (see ``platform/resources.py``)."""
+    from multigrain.platform.resources import FOLDER, Resources
+
+    return Resources(Path(run_dir) / FOLDER, training)
 
 
 def load_weights(model, path: Path, device) -> None:

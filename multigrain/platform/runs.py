@@ -136,7 +136,7 @@ class Run:
         return best
 
     #: what a training writes into its directory before its first epoch ends (``*.tmp``: half-written)
-    EARLY_FILES = {"config.json", "spec_hash", "vocabulary", "tracking.json", "best.pt"}
+    EARLY_FILES = {"config.json", "spec_hash", "vocabulary", "resources", "tracking.json", "best.pt"}
 
     def _plan(self, resume: bool) -> tuple[bool, bool]:
         """(resume from ``last.pt``, the resume extends a shorter run); refuses what must not be
@@ -208,7 +208,8 @@ class Run:
             vocab = files.read_vocabulary(run_dir)
         else:
             vocab = build_vocabulary(exp, exp.model_class(), train, [dev, test, *test_sets.values()])
-        model = exp.model.construct(vocab=vocab)
+        model = exp.model.construct(vocab=vocab, offered={"resources": files.run_resources(
+            run_dir, None if resume else train)})
         reported = set(model.get_metrics(reset=True)) | {"loss"}
         if dev and exp.trainer.metric_name not in reported:
             raise ConfigurationError(f"trainer.validation_metric: the model reports no metric "
@@ -297,7 +298,7 @@ class Run:
         if not (self.run_dir / weights).exists():
             raise ConfigurationError(f"{self.run_dir}: no {weights} (did the training finish an epoch?)")
         vocab = files.read_vocabulary(self.run_dir)
-        model = self.experiment.model.construct(vocab=vocab)
+        model = self.experiment.model.construct(vocab=vocab, offered={"resources": files.run_resources(self.run_dir)})
         dev = pick_device(self.trainer.cuda_device) if device is None else torch.device(device)
         model.to(dev)
         files.load_weights(model, self.run_dir / weights, dev)

@@ -7,6 +7,8 @@ in three ways:
 - ``forward``: every query over one key set, masked per (query, key) or per key, optionally
   with relation tables (PLTE paper §4.2, eqs. 3-4) computed by gather/scatter
   (:func:`relation_attention`), never as ``[B, T, T, d]``;
+- ``key_values`` + ``attend``: ``forward`` in two halves, the keys and values projected once
+  and kept by the caller (a decoder's cache, incremental decoding);
 - ``weights``: the attention probabilities ``[B, h, Tq, Tk]`` alone, for a caller that
   pools them within words before the values (MWA paper §2.2, eqs. 2-5);
 - ``mixed``: a query attends to shared keys ``[B, S, d]`` *and* keys of its own
@@ -118,6 +120,24 @@ class MultiHeadAttention(nn.Module):
         else:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask.unsqueeze(1), dropout_p=dropout)
         return self.merge(out)
+
+    def key_values(self, key: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The projected keys and values ``[B, h, Tk, dh]`` of ``key [B, Tk, d]``, for callers that
+        keep them between calls (a decoder's cache: cross-attention keys once per source,
+        self-attention keys grown by one position per step); see :meth:`attend`."""
+        return self.heads(self.k(key)), self.heads(self.v(key))
+
+    def attend(self, query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
+               allowed: Optional[torch.Tensor] = None, key_mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """``forward`` over keys/values already projected by :meth:`key_values`: query
+        ``[B, Tq, d]``, keys/values ``[B, h, Tk, dh]``, ``allowed [B, Tq, Tk]`` or ``key_mask
+        [B, Tk]`` bool, or neither (every key). No relation tables. Returns ``[B, Tq, d]``."""
+        q = self.heads(self.q(query))
+        dropout = self.dropout if self.training else 0.0
+        mask = None
+        if allowed is not None or key_mask is not None:
+            mask = attention_mask(query.shape[1], allowed, key_mask).unsqueeze(1)
+        return self.merge(F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=dropout))
 
     def weights(self, query: torch.Tensor, key: Optional[torch.Tensor] = None,
                 allowed: Optional[torch.Tensor] = None, key_mask: Optional[torch.Tensor] = None) -> torch.Tensor:

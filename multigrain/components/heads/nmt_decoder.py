@@ -1,0 +1,138 @@
+"""The NMT decoder head: a post-LayerNorm Transformer decoder (Vaswani et al. 2017, "Transformer
+base"; BiG-Transformer paper §5: "NMT = encoder of a Transformer seq2seq") over the source
+encoder's states.
+
+Target tokens ``y [B, T]`` (``BOS y_1 .. y_{T-1}``, teacher forcing) are embedded with a table
+``E [V, d]`` that is also the output projection (tied, Press & Wolf 2017)::
+
+    x_t    = sqrt(d) * E[y_t] + P(t)                      P: sinusoidal positions
+    x      = num_layers x PostNormDecoderLayer(x, memory = encoder states [B, S, d], source mask)
+    logits = x E^T                                         [B, T, V]
+    loss   = label-smoothed cross entropy (eps = label_smoothing) over the non-padding targets,
+             averaged over target tokens
+
+Incremental decoding (beam search, ``components/nn/beam_search.py``): the cross-attention keys
+and values are computed once per source and repeated for its beams; each step appends its
+position's self-attention keys/values to a per-layer cache, which beam search reorders by
+``index_select``. :meth:`step` gives the same logits as :meth:`forward` at that position.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from multigrain.components.nn.beam_search import Hypotheses, beam_search
+from multigrain.components.nn.decoder_layer import KeyValues, PostNormDecoderLayer
+from multigrain.components.nn.positions import sinusoidal_positions
+from multigrain.platform.kinds import Head
+
+
+@dataclass
+class DecoderState:
+    """What incremental decoding keeps between steps for ``N`` rows: per layer the self-attention
+    cache ``[N, h, t, dh]`` (None before the first step) and the cross-attention keys/values
+    ``[N, h, S, dh]``; ``memory_mask [N, S]``."""
+
+    caches: list[Optional[KeyValues]]
+    memory: list[KeyValues]
+    memory_mask: torch.Tensor
+
+
+@Head.register("nmt_decoder")
+class NmtDecoder(Head):
+    """Transformer decoder over encoder states ``[B, S, input_dim]`` (see the module docstring);
+    hidden size = ``input_dim``. ``vocab_size``, ``pad``/``bos``/``eos`` ids come from the model's
+    target subword model."""
+
+    def __init__(self, input_dim: int, vocab_size: int, pad: int = 0, bos: int = 2, eos: int = 3,
+                 num_layers: int = 6, num_heads: int = 8, feedforward_dim: int = 2048, dropout: float = 0.1,
+                 attention_dropout: float = 0.0, label_smoothing: float = 0.1):
+        super().__init__()
+        if not 0.0 <= label_smoothing < 1.0:
+            raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}")
+        self.dim, self.vocab_size = input_dim, vocab_size
+        self.pad, self.bos, self.eos = pad, bos, eos
+        self.label_smoothing = label_smoothing
+        self.embedding = nn.Embedding(vocab_size, input_dim, padding_idx=pad)
+        nn.init.normal_(self.embedding.weight, std=input_dim ** -0.5)
+        with torch.no_grad():
+            self.embedding.weight[pad].zero_()
+        self.dropout = nn.Dropout(dropout)
+        self.layers = nn.ModuleList(PostNormDecoderLayer(input_dim, num_heads, feedforward_dim, dropout,
+                                                         attention_dropout) for _ in range(num_layers))
+
+    # pieces ------------------------------------------------------------------------------------
+    def embed(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """``[..., T]`` token ids at ``positions`` -> ``[..., T, d]``."""
+        x = self.embedding(tokens) * math.sqrt(self.dim) + sinusoidal_positions(positions, self.dim)
+        return self.dropout(x)
+
+    def logits(self, x: torch.Tensor) -> torch.Tensor:
+        """Tied output projection: ``[..., d] -> [..., V]``."""
+        return x @ self.embedding.weight.T
+
+    def memory(self, states: torch.Tensor) -> list[KeyValues]:
+        return [layer.memory(states) for layer in self.layers]
+
+    def loss(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Label-smoothed cross entropy of ``logits [B, T, V]`` against ``targets [B, T]``, mean
+        over the non-padding targets."""
+        return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=self.pad,
+                               label_smoothing=self.label_smoothing)
+
+    # teacher forcing ---------------------------------------------------------------------------
+    def forward(self, states: torch.Tensor, source_mask: torch.Tensor, target_input: torch.Tensor,
+                target_output: Optional[torch.Tensor] = None) -> dict[str, torch.Tensor]:
+        """states ``[B, S, d]``, source_mask ``[B, S]`` bool, target_input ``[B, T]`` (BOS first),
+        target_output ``[B, T]`` (shifted by one, EOS last, ``pad`` after). Returns ``logits
+        [B, T, V]`` and, with targets, ``loss``."""
+        T = target_input.shape[1]
+        positions = torch.arange(T, device=target_input.device)
+        x = self.embed(target_input, positions.expand_as(target_input))
+        causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril().unsqueeze(0)  # [1, T, T]
+        for layer, memory in zip(self.layers, self.memory(states)):
+            x = layer(x, memory, source_mask, causal)
+        out = {"logits": self.logits(x)}
+        if target_output is not None:
+            out["loss"] = self.loss(out["logits"], target_output)
+        return out
+
+    # incremental decoding ----------------------------------------------------------------------
+    def start(self, states: torch.Tensor, source_mask: torch.Tensor, beam_size: int = 1) -> DecoderState:
+        """The state of ``B * beam_size`` rows (each source repeated for its beams) before step 0;
+        the cross-attention keys/values are computed here, once per source."""
+        memory = [(k.repeat_interleave(beam_size, 0), v.repeat_interleave(beam_size, 0))
+                  for k, v in self.memory(states)]
+        return DecoderState([None] * len(self.layers), memory, source_mask.repeat_interleave(beam_size, 0))
+
+    def step(self, state: DecoderState, tokens: torch.Tensor, t: int) -> tuple[torch.Tensor, DecoderState]:
+        """The token of each row at position ``t`` (``[N]``) -> ``(log-probabilities of the next
+        token [N, V], the state with position t cached)``."""
+        x = self.embed(tokens.unsqueeze(1), torch.full_like(tokens, t).unsqueeze(1))  # [N, 1, d]
+        caches = []
+        for layer, cache, memory in zip(self.layers, state.caches, state.memory):
+            x, cache = layer.step(x, cache, memory, state.memory_mask)
+            caches.append(cache)
+        log_probs = self.logits(x[:, 0]).float().log_softmax(-1)
+        return log_probs, DecoderState(caches, state.memory, state.memory_mask)
+
+    @staticmethod
+    def reorder(state: DecoderState, index: torch.Tensor) -> DecoderState:
+        """Rows ``index`` of the self-attention caches. The memory needs no reordering: beam
+        search moves rows only among the beams of one source."""
+        caches = [None if c is None else (c[0].index_select(0, index), c[1].index_select(0, index))
+                  for c in state.caches]
+        return DecoderState(caches, state.memory, state.memory_mask)
+
+    def decode(self, states: torch.Tensor, source_mask: torch.Tensor, max_lengths: torch.Tensor,
+               beam_size: int = 4, length_penalty: float = 0.6) -> Hypotheses:
+        """Beam search (``beam_size`` 1: greedy) from encoder states ``[B, S, d]``; at most
+        ``max_lengths [B]`` tokens before EOS."""
+        state = self.start(states, source_mask, beam_size)
+        return beam_search(self.step, self.reorder, state, states.shape[0], beam_size, max_lengths,
+                           self.bos, self.eos, self.pad, length_penalty)

@@ -1,0 +1,186 @@
+"""Chinese -> English translation: source embedder -> any registered encoder -> ``nmt_decoder``.
+
+Fields (the translation readers): ``source`` (Chinese text), ``chars`` (its tokens),
+``references: list[str]`` (English; the first is the training target) and optionally
+``lattice`` (a reader's ``lattice_builder``: BiG reads its words). Source side as the tagger's:
+``chars``, ``mask [B, n]``, ``bigrams`` when the embedder reads them, the ``LatticeBatch``.
+
+Target side: a subword model (``components/subwords.py``: HF ``tokenizers``, ``bpe`` or
+``unigram``, at most ``target_vocab_size`` pieces) trained on the first reference of every
+training example, fitted before the model is built and kept in the run directory
+(``resources/target_subwords.json``, ``platform/resources.py``), so ``--resume``, ``predict``,
+``evaluate`` and ``serve`` use the same one. The batch has ``target_input`` = ``BOS y`` and
+``target_output`` = ``y EOS`` ``[B, T]``.
+
+- training: teacher-forced label-smoothed loss on the first reference;
+- evaluation (``model.eval()`` with references): the loss, a beam search (``beam_size``,
+  GNMT ``length_penalty``, at most ``max_length_ratio * n + max_length_offset`` tokens for a
+  source of n characters) and corpus BLEU/chrF over *all* references (``metrics/bleu.py``);
+- prediction (no references): the beam search alone; ``{"source", "translation"}``.
+
+A source of more than ``max_source_length`` characters is a DataError naming its file and line,
+or is cut to that length with ``truncate: true`` (its lattice's words inside the cut kept).
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any, Literal, Optional
+
+import torch
+
+from multigrain.components.heads.nmt_decoder import NmtDecoder
+from multigrain.components.metrics.bleu import Bleu
+from multigrain.components.models.base import CharLatticeModel, count_lattice_words, length_mask, source_of
+from multigrain.components.models.packing import Part, pack
+from multigrain.components.subwords import Subwords, train_subwords
+from multigrain.components.text import bigrams_of, split_chars
+from multigrain.platform.batching import pad_ids
+from multigrain.platform.config import Lazy
+from multigrain.platform.data import Instance
+from multigrain.platform.errors import ConfigurationError, DataError
+from multigrain.platform.kinds import Encoder, Model, TokenEmbedder
+from multigrain.platform.resources import Resources
+from multigrain.platform.vocab import Vocabulary
+
+SUBWORDS_FILE = "target_subwords.json"
+
+
+@Model.register("translator")
+class Translator(CharLatticeModel):
+    """embedder -> encoder -> ``nmt_decoder`` (see the module docstring)."""
+
+    task = "mt"
+    leaderboard_metric = "bleu"
+
+    def __init__(self, vocab: Vocabulary, embedder: TokenEmbedder, encoder: Optional[Lazy[Encoder]] = None,
+                 decoder: Optional[Lazy[NmtDecoder]] = None, target_vocab_size: int = 8000,
+                 subword_model: Literal["bpe", "unigram"] = "bpe", beam_size: int = 4, length_penalty: float = 0.6,
+                 max_length_ratio: float = 1.5, max_length_offset: int = 10, max_source_length: int = 256,
+                 truncate: bool = False, bleu_tokenize: str = "13a", resources: Optional[Resources] = None):
+        super().__init__(vocab, embedder, encoder)
+        if resources is None:
+            raise ConfigurationError("the translator needs the run's resources (its target subword model); "
+                                     "build it through a Run")
+        for name, value in (("target_vocab_size", target_vocab_size), ("beam_size", beam_size),
+                            ("max_source_length", max_source_length)):
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value}")
+        if max_length_ratio < 0 or max_length_offset < 0 or max_length_ratio * 1 + max_length_offset < 1:
+            raise ValueError("max_length_ratio and max_length_offset must be >= 0 and allow at least one token")
+        self.beam_size, self.length_penalty = beam_size, length_penalty
+        self.max_length_ratio, self.max_length_offset = max_length_ratio, max_length_offset
+        self.max_source_length, self.truncate = max_source_length, truncate
+
+        def fit(instances, path):
+            train_subwords((x["references"][0] for x in instances if x.get("references")), path,
+                           target_vocab_size, subword_model)
+
+        self.subwords = Subwords(resources.get(SUBWORDS_FILE, fit))
+        s = self.subwords
+        self.decoder = (decoder.construct(input_dim=self.output_dim, vocab_size=s.vocab_size, pad=s.pad, bos=s.bos,
+                                          eos=s.eos) if decoder else
+                        NmtDecoder(self.output_dim, s.vocab_size, s.pad, s.bos, s.eos))
+        self.metric = Bleu(bleu_tokenize)
+
+    # data ----------------------------------------------------------------------------------------
+    @classmethod
+    def count_vocab_items(cls, instance: Instance, counters: dict[str, Counter]) -> None:
+        chars = instance["chars"]
+        counters.setdefault("chars", Counter()).update(chars)
+        counters.setdefault("bigrams", Counter()).update(bigrams_of(chars))
+        lattice = instance.get("lattice")
+        if lattice is not None:
+            count_lattice_words(lattice, counters)
+
+    def instance_length(self, instance: Instance) -> int:
+        return min(len(instance["chars"]), self.max_source_length)
+
+    def source_length(self, instance: Instance) -> int:
+        n = len(instance["chars"])
+        if n > self.max_source_length and not self.truncate:
+            raise DataError(*source_of(instance), f"a source of {n} characters, more than max_source_length "
+                                                  f"{self.max_source_length} (truncate is off)")
+        return min(n, self.max_source_length)
+
+    def tensorize(self, instances: list[Instance]) -> dict[str, Any]:
+        chars, lattices = [], []
+        for x in instances:
+            n = self.source_length(x)
+            chars.append(list(x["chars"][:n]))
+            lattice = x.get("lattice")
+            if lattice is not None and n < len(x["chars"]):
+                lattice = pack([Part(x["chars"], lattice, 0, n)]).lattice
+            lattices.append(lattice)
+        batch: dict[str, Any] = {"chars": pad_ids([self.char_ids(c) for c in chars]),
+                                 "mask": length_mask([len(c) for c in chars])}
+        if getattr(self.embedder, "bigrams", None) is not None:
+            batch["bigrams"] = pad_ids([self.vocab.indices("bigrams", bigrams_of(c)) for c in chars])
+        lattice = self.collate_lattices(lattices)
+        if lattice is not None:
+            batch["lattice"] = lattice
+        if all(x.get("references") for x in instances):
+            s = self.subwords
+            targets = s.encode([x["references"][0] for x in instances])
+            batch["target_input"] = pad_ids([[s.bos] + t for t in targets], s.pad)
+            batch["target_output"] = pad_ids([t + [s.eos] for t in targets], s.pad)
+            batch["references"] = [list(x["references"]) for x in instances]
+        return batch
+
+    def text_to_instance(self, data: dict) -> Instance:
+        """``{"text": "..."}`` (Chinese), optionally with ``"references": ["...", ...]``."""
+        if "text" not in data:
+            raise KeyError('expected "text"')
+        text = data["text"]
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f'"text" must be a non-empty string, got {json.dumps(text, ensure_ascii=False)[:40]}')
+        inst = Instance({"source": text, "chars": split_chars(text)})
+        if "references" in data:
+            refs = data["references"]
+            if not isinstance(refs, list) or not refs or not all(isinstance(r, str) and r.strip() for r in refs):
+                raise ValueError('"references" must be a non-empty list of non-empty strings')
+            inst["references"] = refs
+        return inst
+
+    # computation ---------------------------------------------------------------------------------
+    def max_lengths(self, mask: torch.Tensor) -> torch.Tensor:
+        """``[B]``: at most ``ratio * n + offset`` target tokens for n source characters."""
+        n = mask.sum(-1).float()
+        return (n * self.max_length_ratio + self.max_length_offset).floor().long().clamp(min=1)
+
+    def forward(self, chars: torch.Tensor, mask: torch.Tensor, target_input: Optional[torch.Tensor] = None,
+                target_output: Optional[torch.Tensor] = None, references: Optional[list[list[str]]] = None,
+                **batch) -> dict[str, Any]:
+        """chars, mask [B, n]; target_input/target_output [B, T]; references (strings); optional
+        bigrams and lattice. Training: ``loss``. Evaluation: ``loss`` (with targets) and
+        ``tokens [B, L]`` (the best hypothesis of each source, no EOS)."""
+        states = self.embed_and_encode(chars, mask, batch)[1]
+        out: dict[str, Any] = {}
+        if target_input is not None:
+            out = self.decoder(states, mask, target_input, target_output)
+            del out["logits"]
+        if self.training:
+            return out
+        with torch.no_grad():
+            hypotheses = self.decoder.decode(states, mask, self.max_lengths(mask), self.beam_size,
+                                             self.length_penalty)
+        out["tokens"] = hypotheses.best
+        if references is not None:
+            self.metric(self.detokenize(out["tokens"]), references)
+        return out
+
+    def detokenize(self, tokens: torch.Tensor) -> list[str]:
+        """Plain text of ``tokens [B, L]`` (padding and special tokens dropped)."""
+        return self.subwords.decode(tokens.tolist())
+
+    def get_metrics(self, reset: bool = False) -> dict[str, float]:
+        return self.metric.get_metric(reset)
+
+    def tracking_tags(self) -> dict[str, str]:
+        """Tags for the run's tracking: the sacrebleu signature of ``bleu``."""
+        return {"sacrebleu_signature": self.metric.signature()}
+
+    def make_output_human_readable(self, output: dict, instances: list[Instance]) -> list[dict]:
+        translations = self.detokenize(output["tokens"].cpu())
+        return [{"source": x.get("source", "".join(x["chars"])), "translation": t}
+                for x, t in zip(instances, translations)]
