@@ -242,11 +242,11 @@ class Run:
             confusion = getattr(model, "confusion", None)  # gold x predicted counts (classifiers)
             if callable(confusion) and test:
                 result["test_confusion"] = confusion()
-            result.update(evaluate_test_sets(exp, model, trainer.device, test_sets,
-                                             lambda data: eval_batches(model, data, exp.data_loader)))
-            tags = tracking_tags(model)  # e.g. the sacrebleu signature of a translator
+            tags = tracking_tags(model)  # of the last evaluation, e.g. a translator's sacrebleu signature
             if tags:
                 result["tracking_tags"] = tags
+            result.update(evaluate_test_sets(exp, model, trainer.device, test_sets,
+                                             lambda data: eval_batches(model, data, exp.data_loader)))
             if test:  # a sample of test predictions, shown in the MLflow UI
                 result["test_samples"] = sample_predictions(files.Archive(
                     run_dir, self.spec, model, vocab, exp.test_dataset_reader, trainer.device, exp.data_loader), test)

@@ -70,8 +70,10 @@ def tracking_tags(model) -> dict[str, str]:
 
 
 def evaluate_test_sets(exp, model, device, instances: dict[str, list], batches_of) -> dict:
-    """Result keys for ``metrics.json``: ``test_sets`` (name -> data, examples, metrics) and
-    ``test_<name>_<metric>`` for each score; ``batches_of(instances)``: the evaluation batches."""
+    """Result keys for ``metrics.json``: ``test_sets`` (name -> data, examples, metrics and the
+    model's ``tracking_tags()`` right after that evaluation: a sacrebleu signature names the set's
+    reference count) and ``test_<name>_<metric>`` for each score; ``batches_of(instances)``: the
+    evaluation batches."""
     from multigrain.platform.training import evaluate
 
     if not instances:
@@ -79,7 +81,8 @@ def evaluate_test_sets(exp, model, device, instances: dict[str, list], batches_o
     out: dict = {"test_sets": {}}
     for name, data in instances.items():
         metrics = evaluate(model, batches_of(data), device, f"test {name} (best)")
-        out["test_sets"][name] = {"data": exp.test_sets[name].path, "examples": len(data), "metrics": metrics}
+        out["test_sets"][name] = {"data": exp.test_sets[name].path, "examples": len(data), "metrics": metrics,
+                                  "tracking_tags": tracking_tags(model)}
         out.update({f"test_{name}_{key}": value for key, value in metrics.items()})
     return out
 

@@ -292,8 +292,8 @@ def replay(result: dict, spec: dict, uri: Optional[str] = None) -> str:
 
 
 def record_test_set_row(spec: dict, ident: dict, digest: str, run_dir: str, name: str, path: str, metrics: dict,
-               leaderboard_metric: Optional[str], tags: dict[str, str], uri: Optional[str] = None,
-               commit: Optional[str] = None, source: Optional[str] = None, reuse: bool = True) -> str:
+                        leaderboard_metric: Optional[str], tags: dict[str, str], uri: Optional[str] = None,
+                        commit: Optional[str] = None, source: Optional[str] = None, reuse: bool = True) -> str:
     """The leaderboard row of one run on test set ``name`` (experiment ``<task>/<name>``); with
     ``reuse`` an existing finished row of the same spec hash, run directory and set is kept (a
     training's rows are recorded once). Returns its run id."""
@@ -323,7 +323,8 @@ def record_test_sets(spec: dict, result: dict, uri: Optional[str] = None, source
     ident = {k: result.get(k, "") for k in ("task", "dataset", "model", "encoder")}
     commit = result.get("git_commit")
     commit = commit if commit and commit != "unknown" else None
-    return [record_test_set_row(spec, ident, result["spec_hash"], result["run_dir"], name, entry["data"], entry["metrics"],
-                       result.get("leaderboard_metric"), result.get("tracking_tags") or {}, uri, commit,
-                       source or result.get("source"))
+    return [record_test_set_row(spec, ident, result["spec_hash"], result["run_dir"], name, entry["data"],
+                                entry["metrics"], result.get("leaderboard_metric"),
+                                entry.get("tracking_tags", result.get("tracking_tags") or {}), uri, commit,
+                                source or result.get("source"))
             for name, entry in (result.get("test_sets") or {}).items()]

@@ -22,6 +22,19 @@ from tests.conftest import DATA, resume_tagger_spec
 TAGS = {"scorer": "seqeval-like span F1", "data_version": "resume-dev"}
 
 
+def numbered_tags():
+    """``tracking_tags`` whose ``call`` tag counts its calls: the run's tags are taken after its own
+    evaluations, each set's right after that set's evaluation (a translator's sacrebleu signature
+    names the reference count of the set just scored)."""
+    calls = []
+
+    def tracking_tags(self):
+        calls.append(1)
+        return {**TAGS, "call": str(len(calls))}
+
+    return tracking_tags
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     from multigrain.platform.runs import Run
@@ -37,7 +50,7 @@ def trained(tmp_path_factory):
                          "extra_b": {"path": extra_b, "reader": {"type": "resume_ner"}}}
     uri = f"sqlite:///{folder / 'm.db'}"
     tagger = Model.by_name("tagger")
-    tagger.tracking_tags = lambda self: dict(TAGS)
+    tagger.tracking_tags = numbered_tags()
     try:
         run = Run(spec, folder / "run")
         result = run.train(logger=RunLogger(uri))
@@ -62,26 +75,27 @@ def test_each_test_set_is_scored_into_metrics_json(trained):
         assert set(independent[name]) >= {"f1", "precision", "recall"}
         for metric, value in independent[name].items():
             assert saved[f"test_{name}_{metric}"] == pytest.approx(value, abs=1e-9)
-    assert saved["tracking_tags"] == TAGS
+    assert saved["tracking_tags"] == {**TAGS, "call": "1"}
+    assert [saved["test_sets"][n]["tracking_tags"]["call"] for n in ("extra_a", "extra_b")] == ["2", "3"]
     assert result["test"] != independent["extra_b"]  # another file, other scores (the run's own test split)
 
 
 def test_one_leaderboard_row_per_test_set_in_its_own_experiment(trained):
     result, uri = trained["result"], trained["uri"]
-    for name in ("extra_a", "extra_b"):
+    for name, call in (("extra_a", "2"), ("extra_b", "3")):
         (row,) = rows_of(uri, f"ner/{name}")
         tags, metrics = row.data.tags, row.data.metrics
         assert row.info.status == "FINISHED"
         assert tags["leaderboard"] == "true" and tags["test_set"] == name and tags["evaluated_on"] == name
         assert tags["spec_hash"] == result["spec_hash"] and tags["leaderboard_metric"] == "test_f1"
-        assert {k: tags[k] for k in TAGS} == TAGS
+        assert {k: tags[k] for k in (*TAGS, "call")} == {**TAGS, "call": call}
         assert metrics["test_f1"] == pytest.approx(trained["independent"][name]["f1"], abs=1e-9)
         (board_row,) = leaderboard(f"ner/{name}", uri)
         assert board_row["value"] == pytest.approx(trained["independent"][name]["f1"], abs=1e-9)
         assert board_row["experiment"] == f"ner/{name}" and board_row["metric"] == "test_f1"
     (main,) = rows_of(uri, "ner/tiny")
     assert main.data.metrics["test_extra_a_f1"] == pytest.approx(trained["independent"]["extra_a"]["f1"], abs=1e-9)
-    assert {k: main.data.tags[k] for k in TAGS} == TAGS
+    assert {k: main.data.tags[k] for k in (*TAGS, "call")} == {**TAGS, "call": "1"}
     # recording again (a resume after a kill between the rows and FINISHED) adds no row
     record_test_sets(trained["spec"], result, uri)
     assert [len(rows_of(uri, f"ner/{n}")) for n in ("extra_a", "extra_b")] == [1, 1]
