@@ -1,5 +1,5 @@
 """Translation (zh->en) results: Transformer encoder vs BiG-Transformer encoder, the same
-``nmt_decoder``, sizes, data, batches and epochs (``jsonnet_configs/mt/tvsub_{transformer,big}.jsonnet``),
+``nmt_decoder``, sizes, data, batches and epochs (``jsonnet_configs/mt/tvsub_{transformer,big}[_small].jsonnet``),
 several seeds; BLEU on every test set of the specs (tvsub: 3 references, wmt22: 2, wmt18/19/20, the
 Tatoeba test split), model sizes and training time.
 
@@ -7,8 +7,8 @@ Tatoeba test split), model sizes and training time.
         [--max-test-sentences N] [--only transformer big] [--runs-dir runs/mt] [--tracking-uri URI]
         [--results benchmarks/RESULTS.md] [--out benchmarks/results/mt_results.json]
 
-``--size base`` (Transformer base: 6+6 layers of 512) is for a GPU, ``small`` (3+3 layers of 256)
-for a CPU budget; ``tiny`` only proves the pipeline. ``--max-train-pairs N`` keeps the first N
+``--size base`` (``tvsub_*.jsonnet``, Transformer base: 6+6 layers of 512) is for a GPU, ``small``
+(``tvsub_*_small.jsonnet``, 3+3 layers of 256) for a CPU budget. ``--max-train-pairs N`` keeps the first N
 TVsub training pairs (episode order; the validation set stays whole). ``--max-test-sentences N``
 cuts every test set (a smoke test: its figures are not results; give it its own ``--results`` and
 ``--out``). Each (encoder, seed) is one training through ``multigrain.platform.runs.Run`` (as
@@ -39,8 +39,9 @@ TEST_SETS = ("tvsub", "wmt22", "wmt18", "wmt19", "wmt20", "tatoeba")
 REFERENCES = {"tvsub": 3, "wmt22": 2, "wmt18": 1, "wmt19": 1, "wmt20": 1, "tatoeba": 1}
 
 
-def spec_path(encoder: str) -> Path:
-    return ROOT / "jsonnet_configs" / "mt" / f"tvsub_{encoder}.jsonnet"
+def spec_path(encoder: str, size: str) -> Path:
+    """``tvsub_<encoder>.jsonnet`` (size base) or ``tvsub_<encoder>_small.jsonnet``."""
+    return ROOT / "jsonnet_configs" / "mt" / f"tvsub_{encoder}{'' if size == 'base' else '_' + size}.jsonnet"
 
 
 def prepared_spec(encoder: str, size: str, seed: int, epochs: int | None = None,
@@ -48,7 +49,7 @@ def prepared_spec(encoder: str, size: str, seed: int, epochs: int | None = None,
     """The shipped spec of ``encoder`` at ``size`` with the benchmark's seed and budget cuts."""
     from multigrain.platform.specs import load_spec
 
-    spec = load_spec(spec_path(encoder), ext_vars={"size": size})
+    spec = load_spec(spec_path(encoder, size))
     spec["seed"] = seed
     if epochs is not None:
         spec["trainer"]["num_epochs"] = epochs
@@ -138,7 +139,7 @@ def table(rows: list[dict], settings: dict) -> list[str]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--size", choices=("small", "base", "tiny"), default="small")
+    parser.add_argument("--size", choices=("small", "base"), default="small")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=None, help="override trainer.num_epochs (both encoders)")
     parser.add_argument("--max-train-pairs", type=int, default=None, help="the first N TVsub training pairs")
@@ -161,7 +162,7 @@ def main(argv=None) -> int:
         for seed in range(13, 13 + args.seeds):
             spec = prepared_spec(encoder, args.size, seed, args.epochs, args.max_train_pairs, args.max_test_sentences)
             run_dir = run_dir_for(encoder, spec, args.runs_dir, args.size, args.max_train_pairs)
-            result = results_md.train_or_reuse(spec, run_dir, args.tracking_uri, str(spec_path(encoder)))
+            result = results_md.train_or_reuse(spec, run_dir, args.tracking_uri, str(spec_path(encoder, args.size)))
             if not result.get("finished"):
                 print(f"{run_dir}: training did not finish; left out", flush=True)
                 continue

@@ -27,7 +27,7 @@ local wmt22 = data + '/wmt22_generaltest_zh_en/generaltest2022.zh-en';
             batch_size: 128, epochs: 20, lr: 5e-4, warmup: 4000 },
     small: { dim: 256, layers: 3, heads: 4, ffn: 1024, dropout: 0.1, target_vocab: 8000,
              batch_size: 64, epochs: 10, lr: 7e-4, warmup: 1000 },
-    // for quick checks and tests only
+    // for quick checks only (tatoeba_tiny)
     tiny: { dim: 64, layers: 1, heads: 2, ffn: 128, dropout: 0.1, target_vocab: 1000,
             batch_size: 32, epochs: 2, lr: 2e-3, warmup: 50 },
   },

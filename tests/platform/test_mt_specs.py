@@ -8,25 +8,23 @@ from multigrain.platform.specs import load_spec
 from multigrain.platform.tracking import flatten
 from tests.conftest import ROOT
 
-SPECS = [("mt/tvsub_transformer.jsonnet", {"size": "small"}), ("mt/tvsub_transformer.jsonnet", {"size": "base"}),
-         ("mt/tvsub_big.jsonnet", {"size": "small"}), ("mt/tvsub_big.jsonnet", {"size": "base"}),
-         ("mt/tatoeba_tiny.jsonnet", {})]
+SPECS = ["tvsub_transformer", "tvsub_big", "tvsub_transformer_small", "tvsub_big_small", "tatoeba_tiny"]
 
 
-@pytest.mark.parametrize("name, ext_vars", SPECS)
-def test_mt_spec_validates(name, ext_vars, monkeypatch):
+@pytest.mark.parametrize("name", SPECS)
+def test_mt_spec_validates(name, monkeypatch):
     monkeypatch.chdir(ROOT)
-    validate_spec(load_spec(f"jsonnet_configs/{name}", [], ext_vars), name)
+    validate_spec(load_spec(f"jsonnet_configs/mt/{name}.jsonnet"), name)
 
 
-@pytest.mark.parametrize("size", ["small", "base"])
-def test_transformer_and_big_differ_only_in_the_encoder(size, monkeypatch):
+@pytest.mark.parametrize("suffix", ["", "_small"])
+def test_transformer_and_big_differ_only_in_the_encoder(suffix, monkeypatch):
     monkeypatch.chdir(ROOT)
-    transformer, big = (flatten(load_spec(f"jsonnet_configs/mt/tvsub_{e}.jsonnet", [], {"size": size}))
-                        for e in ("transformer", "big"))
+    transformer, big = (flatten(load_spec(f"jsonnet_configs/mt/tvsub_{e}{suffix}.jsonnet")) for e in ("transformer", "big"))
     differing = {k for k in transformer.keys() | big.keys() if transformer.get(k) != big.get(k)}
     lattice_keys = {k for k in big if k.endswith("lattice_builder.type")}
     assert differing == {"model.encoder.type"} | lattice_keys
     assert len(lattice_keys) == 7  # the training/validation reader and the six test sets' readers
     assert set(k.split(".")[1] for k in transformer if k.startswith("test_sets.")) == \
            {"tvsub", "wmt22", "wmt18", "wmt19", "wmt20", "tatoeba"}
+    assert transformer["model.encoder.hidden_size"] == ("512" if suffix == "" else "256")
