@@ -13,8 +13,8 @@ from mlflow.tracking import MlflowClient
 from multigrain.platform.errors import ConfigurationError, SpecError
 from multigrain.platform.kinds import Model
 from multigrain.platform.leaderboard import leaderboard
-from multigrain.platform.specs import spec_hash
 from multigrain.platform.ray.evaluate import split_data_arguments
+from multigrain.platform.specs import spec_hash
 from multigrain.platform.tracking import record_test_sets
 from multigrain.testing import copy_sentences
 from tests.conftest import DATA, resume_tagger_spec
