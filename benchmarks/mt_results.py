@@ -82,6 +82,7 @@ def row_of(encoder: str, seed: int, size: str, result: dict, parameters: int) ->
     sets = result.get("test_sets") or {}
     return {"encoder": encoder, "seed": seed, "size": size, "parameters": parameters,
             "training_seconds": result.get("training_seconds", result.get("seconds")),
+            "seconds": result.get("seconds"),  # the whole run: data, training, every evaluation
             "epochs": result.get("epochs_completed"), "best_epoch": result.get("best_epoch"),
             "device": result.get("device", ""), "run_dir": result.get("run_dir", ""),
             "spec_hash": result.get("spec_hash", ""),
