@@ -11,6 +11,7 @@ from multigrain.platform.batching import BatchIterator, DataLoaderConfig
 from multigrain.platform.config import Lazy, validate
 from multigrain.platform.errors import Problem, SpecError
 from multigrain.platform.kinds import Model, Reader
+from multigrain.platform.test_sets import EvaluationSet, spec_problems
 from multigrain.platform.training import TrainerConfig
 from multigrain.platform.vocab import VocabularyConfig, is_label_namespace
 
@@ -23,7 +24,8 @@ class Experiment:
                  validation_dataset_reader: Optional[Reader] = None, test_dataset_reader: Optional[Reader] = None,
                  vocabulary: Optional[VocabularyConfig] = None, data_loader: Optional[DataLoaderConfig] = None,
                  task: Optional[str] = None, dataset: Optional[str] = None, seed: int = 13,
-                 evaluate_on_test: bool = True, description: str = ""):
+                 evaluate_on_test: bool = True, description: str = "",
+                 test_sets: Optional[dict[str, EvaluationSet]] = None):
         self.dataset_reader = dataset_reader
         self.validation_dataset_reader = validation_dataset_reader or dataset_reader
         self.test_dataset_reader = test_dataset_reader or self.validation_dataset_reader
@@ -39,6 +41,7 @@ class Experiment:
         self.seed = seed
         self.evaluate_on_test = evaluate_on_test
         self.description = description
+        self.test_sets = test_sets or {}  # name -> EvaluationSet (platform/test_sets.py)
 
     def model_class(self) -> type:
         """The registered model class the spec names (its ``count_vocab_items`` builds the vocabulary)."""
@@ -53,6 +56,7 @@ def validate_spec(spec: dict, source: Optional[str] = None, check_data_paths: bo
         value = spec.get(key)
         if isinstance(value, str) and not Path(value).exists():
             problems.append(Problem(key, f"file not found: {value} (paths are relative to {Path.cwd()})", "file"))
+    problems += spec_problems(spec, check_data_paths)
     if problems:
         raise SpecError(problems, source)
 

@@ -102,6 +102,10 @@ class LiveLog:
             return
         self._start(result.get("history", []))
         if result.get("finished"):
+            from multigrain.platform.tracking import record_test_sets
+
+            # the test sets' leaderboard rows first: a kill before FINISHED is repaired by a resume
+            record_test_sets(self.run.spec, result, self.logger.uri, self.run.source)
             self.logger.finish(result, str(self.run.run_dir))
         else:
             self.logger.end("KILLED")

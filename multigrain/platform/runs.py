@@ -29,6 +29,7 @@ from multigrain.platform.experiment import (Experiment, batches_for, build_vocab
                                             read_all, validate_spec)
 from multigrain.platform.live_log import EpochCallback, LiveLog
 from multigrain.platform.specs import spec_hash
+from multigrain.platform.test_sets import evaluate_test_sets, read_test_sets, tracking_tags
 from multigrain.platform.training import TrainerConfig
 
 
@@ -200,12 +201,13 @@ class Run:
         train = read_all(exp.dataset_reader, exp.train_data_path)
         dev = read_all(exp.validation_dataset_reader, exp.validation_data_path)
         test = read_all(exp.test_dataset_reader, exp.test_data_path) if exp.evaluate_on_test else []
+        test_sets = read_test_sets(exp)
         if not train:
             raise ConfigurationError(f"train_data_path: {exp.train_data_path} has no examples")
         if resume:
             vocab = files.read_vocabulary(run_dir)
         else:
-            vocab = build_vocabulary(exp, exp.model_class(), train, [dev, test])
+            vocab = build_vocabulary(exp, exp.model_class(), train, [dev, test, *test_sets.values()])
         model = exp.model.construct(vocab=vocab, offered={"resources": files.run_resources(
             run_dir, None if resume else train)})
         reported = set(model.get_metrics(reset=True)) | {"loss"}
@@ -240,6 +242,11 @@ class Run:
             confusion = getattr(model, "confusion", None)  # gold x predicted counts (classifiers)
             if callable(confusion) and test:
                 result["test_confusion"] = confusion()
+            tags = tracking_tags(model)  # of the last evaluation, e.g. a translator's sacrebleu signature
+            if tags:
+                result["tracking_tags"] = tags
+            result.update(evaluate_test_sets(exp, model, trainer.device, test_sets,
+                                             lambda data: eval_batches(model, data, exp.data_loader)))
             if test:  # a sample of test predictions, shown in the MLflow UI
                 result["test_samples"] = sample_predictions(files.Archive(
                     run_dir, self.spec, model, vocab, exp.test_dataset_reader, trainer.device, exp.data_loader), test)

@@ -221,14 +221,19 @@ class RunLogger:
         for split, prefix in (("validation", "best_validation"), ("test", "test")):
             for k, v in (result.get(split) or {}).items():
                 metrics.append(Metric(f"{prefix}_{k}", float(v), now, 0))
+        for name, entry in (result.get("test_sets") or {}).items():  # platform/test_sets.py
+            metrics += [Metric(f"test_{name}_{k}", float(v), now, 0) for k, v in entry["metrics"].items()]
         for k in ("training_seconds", "seconds", "epochs_completed", "best_epoch"):
             if isinstance(result.get(k), (int, float)):
                 metrics.append(Metric(k, float(result[k]), now, 0))
         if metrics:
             self.client.log_batch(self.run_id, metrics=metrics)
         key = result.get("leaderboard_metric")
+        tags = [RunTag(k, str(v)) for k, v in (result.get("tracking_tags") or {}).items()]
         if key:
-            self.client.log_batch(self.run_id, tags=[RunTag("leaderboard_metric", f"test_{key}")])
+            tags.append(RunTag("leaderboard_metric", f"test_{key}"))
+        if tags:
+            self.client.log_batch(self.run_id, tags=tags)
         run_dir = Path(run_dir)
         for name in ("config.json", "metrics.json"):
             if (run_dir / name).exists():
@@ -281,5 +286,45 @@ def replay(result: dict, spec: dict, uri: Optional[str] = None) -> str:
                           source=result.get("source"))
     for record in result.get("history", []):
         logger.log_epoch(record["epoch"], record)
+    record_test_sets(spec, result, uri)  # before FINISHED: see platform/test_sets.py
     logger.finish(result, result["run_dir"])
     return run_id
+
+
+def record_test_set_row(spec: dict, ident: dict, digest: str, run_dir: str, name: str, path: str, metrics: dict,
+                        leaderboard_metric: Optional[str], tags: dict[str, str], uri: Optional[str] = None,
+                        commit: Optional[str] = None, source: Optional[str] = None, reuse: bool = True) -> str:
+    """The leaderboard row of one run on test set ``name`` (experiment ``<task>/<name>``); with
+    ``reuse`` an existing finished row of the same spec hash, run directory and set is kept (a
+    training's rows are recorded once). Returns its run id."""
+    from mlflow.entities import RunTag
+
+    row_ident = {**ident, "dataset": name}
+    client = open_store(tracking_uri(uri))
+    experiment = client.get_experiment_by_name(experiment_name(row_ident))
+    if experiment is not None and reuse:
+        for existing in client.search_runs([experiment.experiment_id], filter_string=(
+                f"tags.spec_hash = '{digest}' and tags.test_set = '{name}' and attributes.status = 'FINISHED'")):
+            if existing.data.tags.get("run_dir") == str(run_dir):
+                return existing.info.run_id
+    logger = RunLogger(uri)
+    run_id = logger.start(spec, row_ident, digest, str(run_dir), leaderboard=True, commit=commit, source=source)
+    title = logger.client.get_run(run_id).data.tags.get("mlflow.runName", "")
+    extra = {**tags, "test_set": name, "evaluated_on": name, "test_set_path": str(path),
+             "mlflow.runName": f"{title} on {name}"}
+    logger.client.log_batch(run_id, tags=[RunTag(k, v) for k, v in extra.items()], synchronous=True)
+    logger.finish({"test": metrics, "leaderboard_metric": leaderboard_metric}, str(run_dir))
+    return run_id
+
+
+def record_test_sets(spec: dict, result: dict, uri: Optional[str] = None, source: Optional[str] = None) -> list[str]:
+    """The leaderboard rows of a finished ``result`` (``metrics.json``) on each of its test sets
+    (``platform/test_sets.py``)."""
+    ident = {k: result.get(k, "") for k in ("task", "dataset", "model", "encoder")}
+    commit = result.get("git_commit")
+    commit = commit if commit and commit != "unknown" else None
+    return [record_test_set_row(spec, ident, result["spec_hash"], result["run_dir"], name, entry["data"],
+                                entry["metrics"], result.get("leaderboard_metric"),
+                                entry.get("tracking_tags", result.get("tracking_tags") or {}), uri, commit,
+                                source or result.get("source"))
+            for name, entry in (result.get("test_sets") or {}).items()]

@@ -41,6 +41,8 @@ class SgmFile:
     set_line: int = 1
     segments: dict[tuple[str, str], Segment] = field(default_factory=dict)  # in file order
     doc_lines: dict[str, int] = field(default_factory=dict)
+    #: the ``sysid`` of its docs (one system per SgmFile; "" when the docs name none)
+    system: str = ""
 
 
 def _unescape(text: str) -> str:
@@ -53,6 +55,10 @@ def _unescape(text: str) -> str:
     return _ENTITY.sub(one, text)
 
 
+#: ``&amp; &lt; &gt; &quot; &apos; &#N; &#xN;`` decoded (the escapes of SGML files and Moses output)
+unescape_entities = _unescape
+
+
 def _attributes(text: str) -> dict[str, str]:
     return {m.group(1).lower(): next(g for g in m.groups()[1:] if g is not None) for m in _ATTRIBUTE.finditer(text)}
 
@@ -61,7 +67,25 @@ def parse_sgm(path: str) -> SgmFile:
     """Every segment of a NIST source/reference file, keyed by (docid, seg id), with its line.
 
     Segment text: entities ``&amp; &lt; &gt; &quot; &apos; &#N;`` decoded, whitespace runs
-    collapsed to one space, ends stripped.
+    collapsed to one space, ends stripped. A file holding several references (docs with
+    different ``sysid``s) is a DataError here: read it with ``parse_sgm_systems``.
+    """
+    systems = parse_sgm_systems(path)
+    if len(systems) > 1:
+        second = systems[1]
+        raise DataError(path, next(iter(second.doc_lines.values())),
+                        f"holds {len(systems)} systems (sysid {', '.join(repr(s.system) for s in systems)}); "
+                        f"one reference per file expected here")
+    return systems[0]
+
+
+def parse_sgm_systems(path: str) -> list[SgmFile]:
+    """The segments of a NIST file per system, in the order the systems first appear.
+
+    A refset may hold several references in one file, each doc tagged with its ``sysid``
+    (TVsub's ``test_trg.sgm``: docs SUB01, SUB02 of ``reference_1``, then of ``reference_2``...).
+    Docs are keyed by (sysid, docid): the same docid may appear once per system. Segment text as
+    in ``parse_sgm``.
     """
     text = read_text(path)
     newlines = [i for i, c in enumerate(text) if c == "\n"]
@@ -69,7 +93,9 @@ def parse_sgm(path: str) -> SgmFile:
     def line_of(position: int) -> int:
         return bisect.bisect_left(newlines, position) + 1
 
+    systems: dict[str, SgmFile] = {}
     parsed = SgmFile(path)
+    set_line = 1
     doc_id: Optional[str] = None
     position = 0
     while True:
@@ -80,15 +106,23 @@ def parse_sgm(path: str) -> SgmFile:
         closing, name, rest = tag.group(1) == "/", tag.group(2).lower(), tag.group(3)
         line = line_of(tag.start())
         if name in ("srcset", "refset", "tstset") and not closing:
-            parsed.set_line = line
+            set_line = line
+            for system in systems.values():
+                system.set_line = line
         elif name == "doc" and not closing:
             if doc_id is not None:
                 raise DataError(path, line, f"<doc> inside doc {doc_id!r} (missing </doc>)")
-            doc_id = _attributes(rest).get("docid")
+            attributes = _attributes(rest)
+            doc_id = attributes.get("docid")
             if not doc_id:
                 raise DataError(path, line, "<doc> without a docid attribute")
+            system = attributes.get("sysid", "")
+            if system not in systems:
+                systems[system] = SgmFile(path, set_line, system=system)
+            parsed = systems[system]
             if doc_id in parsed.doc_lines:
-                raise DataError(path, line, f"doc {doc_id!r} appears twice (first at line {parsed.doc_lines[doc_id]})")
+                of = f" of sysid {system!r}" if system else ""
+                raise DataError(path, line, f"doc {doc_id!r}{of} appears twice (first at line {parsed.doc_lines[doc_id]})")
             parsed.doc_lines[doc_id] = line
         elif name == "doc":
             if doc_id is None:
@@ -117,7 +151,7 @@ def parse_sgm(path: str) -> SgmFile:
             position = end.end()
     if doc_id is not None:
         raise DataError(path, parsed.doc_lines[doc_id], f"doc {doc_id!r} is never closed (missing </doc>)")
-    return parsed
+    return list(systems.values()) or [SgmFile(path, set_line)]
 
 
 def check_matches(source: SgmFile, reference: SgmFile) -> None:
@@ -158,7 +192,7 @@ class NistReader(TranslationReader):
     (``nist02.src.sgm`` -> ``nist02.ref*.sgm``), sorted by name. Any number of references.
 
     Fields: ``source`` (segment text), ``chars``, ``references: list[str]`` (one per reference
-    file, in that order), ``doc_id``, ``seg_id``; ``source`` = (source file, line of the seg).
+    file, in that order; a file holding several systems gives one per ``sysid``), ``doc_id``, ``seg_id``; ``source`` = (source file, line of the seg).
     A reference with a missing, extra or different segment id is a DataError naming the
     reference file and line. ``references: []`` reads the source alone (``references`` empty).
     """
@@ -187,7 +221,7 @@ class NistReader(TranslationReader):
 
     def _read(self, path: str) -> Iterator[Instance]:
         source = parse_sgm(path)
-        references = [parse_sgm(p) for p in self.reference_paths(path)]
+        references = [system for p in self.reference_paths(path) for system in parse_sgm_systems(p)]
         for reference in references:
             check_matches(source, reference)
         for key, segment in source.segments.items():

@@ -14,7 +14,8 @@ def register(subparsers) -> None:
         "evaluate-all", help="evaluate archives on data files with a pool of Ray actors; record leaderboard rows "
                              "in MLflow")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
-    p.add_argument("--data", nargs="+", required=True, metavar="PATH", help="data files in the archives' format")
+    p.add_argument("--data", nargs="+", required=True, metavar="PATH",
+                   help="data files in the archives' format, or names of the specs' test_sets (e.g. wmt22)")
     p.add_argument("--actors", type=int, help="evaluator actors (default: one per archive, as resources allow)")
     p.add_argument("--num-cpus", type=float, default=1.0)
     p.add_argument("--num-gpus", type=float, help="GPUs per actor (default 1 when the cluster has GPUs)")
@@ -33,9 +34,11 @@ def cmd_evaluate_all(args) -> int:
 
     from multigrain.platform.ray.archives import check_archives
     from multigrain.platform.ray.cluster import connect
-    from multigrain.platform.ray.evaluate import evaluate_all, print_evaluations, record_evaluations
+    from multigrain.platform.ray.evaluate import (evaluate_all, print_evaluations, record_evaluations,
+                                                   split_data_arguments)
 
-    check_archives(args.run_dirs, args.data)
+    files, _ = split_data_arguments(args.run_dirs, args.data)
+    check_archives(args.run_dirs, files)
     started = connect(args.address, loopback=args.address in (None, "", "local"))
     try:
         rows = evaluate_all(args.run_dirs, args.data, actors=args.actors, num_cpus=args.num_cpus,

@@ -1,0 +1,193 @@
+"""Translation (zh->en) results: Transformer encoder vs BiG-Transformer encoder, the same
+``nmt_decoder``, sizes, data, batches and epochs (``jsonnet_configs/mt/tvsub_{transformer,big}[_small].jsonnet``),
+several seeds; BLEU on every test set of the specs (tvsub: 3 references, wmt22: 2, wmt18/19/20, the
+Tatoeba test split), model sizes and training time.
+
+    python benchmarks/mt_results.py [--size small|base] [--seeds 3] [--epochs N] [--max-train-pairs N]
+        [--max-test-sentences N] [--only transformer big] [--runs-dir runs/mt] [--tracking-uri URI]
+        [--results benchmarks/RESULTS.md] [--out benchmarks/results/mt_results.json]
+
+``--size base`` (``tvsub_*.jsonnet``, Transformer base: 6+6 layers of 512) is for a GPU, ``small``
+(``tvsub_*_small.jsonnet``, 3+3 layers of 256) for a CPU budget. ``--max-train-pairs N`` keeps the first N
+TVsub training pairs (episode order; the validation set stays whole). ``--max-test-sentences N``
+cuts every test set (a smoke test: its figures are not results; give it its own ``--results`` and
+``--out``). Each (encoder, seed) is one training through ``multigrain.platform.runs.Run`` (as
+``multigrain train``): a finished run directory is reused, an interrupted one resumed; every run
+and its test-set rows (MLflow experiments ``mt/<set>``) are logged to MLflow. The per-run figures
+go to ``--out`` (JSON) and the table to the ``## Translation (zh→en)`` section of ``--results``
+(the other sections are left as they are).
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import results_md  # noqa: E402
+
+SECTION = "## Translation (zh→en)"
+ENCODERS = ("transformer", "big")
+TEST_SETS = ("tvsub", "wmt22", "wmt18", "wmt19", "wmt20", "tatoeba")
+REFERENCES = {"tvsub": 3, "wmt22": 2, "wmt18": 1, "wmt19": 1, "wmt20": 1, "tatoeba": 1}
+
+
+def spec_path(encoder: str, size: str) -> Path:
+    """``tvsub_<encoder>.jsonnet`` (size base) or ``tvsub_<encoder>_small.jsonnet``."""
+    return ROOT / "jsonnet_configs" / "mt" / f"tvsub_{encoder}{'' if size == 'base' else '_' + size}.jsonnet"
+
+
+def prepared_spec(encoder: str, size: str, seed: int, epochs: int | None = None,
+                  max_train_pairs: int | None = None, max_test_sentences: int | None = None) -> dict:
+    """The shipped spec of ``encoder`` at ``size`` with the benchmark's seed and budget cuts."""
+    from multigrain.platform.specs import load_spec
+
+    spec = load_spec(spec_path(encoder, size))
+    spec["seed"] = seed
+    if epochs is not None:
+        spec["trainer"]["num_epochs"] = epochs
+    if max_train_pairs is not None:  # validation keeps the whole dev set: its own reader, uncut
+        spec["validation_dataset_reader"] = copy.deepcopy(spec["dataset_reader"])
+        spec["dataset_reader"]["max_instances"] = max_train_pairs
+    if max_test_sentences is not None:
+        for entry in spec["test_sets"].values():
+            entry["reader"]["max_instances"] = max_test_sentences
+    return spec
+
+
+def run_dir_for(encoder: str, spec: dict, runs_dir: str, size: str, max_train_pairs: int | None) -> Path:
+    from multigrain.platform.specs import spec_hash
+
+    cut = f"-{max_train_pairs}pairs" if max_train_pairs else ""
+    return Path(runs_dir) / (f"tvsub_{encoder}-{size}-e{spec['trainer']['num_epochs']}{cut}-seed{spec['seed']}-"
+                             f"{spec_hash(spec)[:8]}")
+
+
+def count_parameters(spec: dict, run_dir: Path) -> int:
+    """Trainable parameters of the trained model (its archive, loaded on the CPU)."""
+    from multigrain.platform.runs import Run
+
+    model = Run(spec, run_dir, check_data_paths=False).load_archive(device="cpu").model
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def row_of(encoder: str, seed: int, size: str, result: dict, parameters: int) -> dict:
+    sets = result.get("test_sets") or {}
+    return {"encoder": encoder, "seed": seed, "size": size, "parameters": parameters,
+            "training_seconds": result.get("training_seconds", result.get("seconds")),
+            "seconds": result.get("seconds"),  # the whole run: data, training, every evaluation
+            "epochs": result.get("epochs_completed"), "best_epoch": result.get("best_epoch"),
+            "device": result.get("device", ""), "run_dir": result.get("run_dir", ""),
+            "spec_hash": result.get("spec_hash", ""),
+            "dev_bleu": (result.get("validation") or {}).get("bleu"),
+            "bleu": {name: entry["metrics"].get("bleu") for name, entry in sets.items()},
+            "chrf": {name: entry["metrics"].get("chrf") for name, entry in sets.items()},
+            "examples": {name: entry["examples"] for name, entry in sets.items()},
+            "signature": {name: (entry.get("tracking_tags") or {}).get("sacrebleu_signature", "")
+                          for name, entry in sets.items()}}
+
+
+def mean_sd(values: list[float]) -> str:
+    """``27.31 ± 0.42`` (sample sd) over several values, the value alone for one, "–" for none."""
+    values = [v for v in values if v is not None]
+    if not values:
+        return "–"
+    if len(values) == 1:
+        return f"{values[0]:.2f}"
+    return f"{statistics.fmean(values):.2f} ± {statistics.stdev(values):.2f}"
+
+
+def table(rows: list[dict], settings: dict) -> list[str]:
+    """The section's lines: one row per encoder (BLEU mean ± sd over its seeds on every test set),
+    BiG minus Transformer on each set, and how the figures were made."""
+    encoders = [e for e in ENCODERS if any(r["encoder"] == e for r in rows)]
+    sets = [s for s in TEST_SETS if any(s in r["bleu"] for r in rows)]
+    head = ["encoder", "seeds", "parameters", "training time (min)", "dev BLEU",
+            *[f"{s} ({REFERENCES.get(s, 1)} ref{'s' if REFERENCES.get(s, 1) > 1 else ''})" for s in sets]]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    means: dict[str, dict[str, float]] = {}
+    for encoder in encoders:
+        runs = [r for r in rows if r["encoder"] == encoder]
+        means[encoder] = {s: statistics.fmean([r["bleu"][s] for r in runs if s in r["bleu"]]) for s in sets
+                          if any(s in r["bleu"] for r in runs)}
+        minutes = [r["training_seconds"] / 60 for r in runs if r["training_seconds"] is not None]
+        lines.append("| " + " | ".join([
+            encoder, str(len(runs)), f"{runs[0]['parameters']:,}", mean_sd(minutes), mean_sd([r["dev_bleu"] for r in runs]),
+            *[mean_sd([r["bleu"].get(s) for r in runs]) for s in sets]]) + " |")
+    if set(encoders) == set(ENCODERS):
+        lines.append("| BiG − Transformer (means) | | | | | " + " | ".join(
+            f"{means['big'][s] - means['transformer'][s]:+.2f}" for s in sets) + " |")
+    lines += ["", f"BLEU: sacrebleu corpus BLEU, case-insensitive (the TVsub references are lower-cased), "
+                  f"every reference stream of the set; mean ± sample sd over seeds. "
+                  f"Signatures: {', '.join(sorted({sig for r in rows for sig in r['signature'].values() if sig}))}.",
+              f"Settings: size `{settings['size']}`, {settings['epochs']} epochs, batch {settings['batch_size']}, "
+              f"{settings['train_pairs']} TVsub training pairs, seeds {settings['seeds']}; "
+              f"device: {', '.join(sorted({r['device'] for r in rows}))}; {settings['date']}. "
+              f"Same decoder, sizes, data, batches and epochs for both encoders "
+              f"(`python benchmarks/mt_results.py {settings['argv']}`)."]
+    if settings.get("max_test_sentences"):
+        lines.append(f"**Smoke test**: every test set cut to its first {settings['max_test_sentences']} "
+                     f"sentences; these figures are not results.")
+    return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", choices=("small", "base"), default="small")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=None, help="override trainer.num_epochs (both encoders)")
+    parser.add_argument("--max-train-pairs", type=int, default=None, help="the first N TVsub training pairs")
+    parser.add_argument("--max-test-sentences", type=int, default=None, help="cut every test set (smoke tests)")
+    parser.add_argument("--only", nargs="*", choices=ENCODERS, default=list(ENCODERS))
+    parser.add_argument("--runs-dir", default="runs/mt")
+    parser.add_argument("--tracking-uri", default=None, help="the MLflow store (default: ./mlruns.db)")
+    parser.add_argument("--results", default=str(results_md.RESULTS))
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "mt_results.json"))
+    args = parser.parse_args(argv)
+    if args.seeds < 1:
+        parser.error("--seeds must be at least 1")
+    smoke = args.max_test_sentences is not None
+    if smoke and (Path(args.results).resolve() == results_md.RESULTS or
+                  Path(args.out).resolve() == (ROOT / "benchmarks" / "results" / "mt_results.json")):
+        parser.error("--max-test-sentences is a smoke test: give it its own --results and --out")
+
+    rows = []
+    for encoder in args.only:
+        for seed in range(13, 13 + args.seeds):
+            spec = prepared_spec(encoder, args.size, seed, args.epochs, args.max_train_pairs, args.max_test_sentences)
+            run_dir = run_dir_for(encoder, spec, args.runs_dir, args.size, args.max_train_pairs)
+            result = results_md.train_or_reuse(spec, run_dir, args.tracking_uri, str(spec_path(encoder, args.size)))
+            if not result.get("finished"):
+                print(f"{run_dir}: training did not finish; left out", flush=True)
+                continue
+            rows.append(row_of(encoder, seed, args.size, result, count_parameters(spec, run_dir)))
+            print(f"{encoder} seed {seed}: BLEU {json.dumps(rows[-1]['bleu'])}", flush=True)
+    if not rows:
+        print("no finished run", file=sys.stderr)
+        return 1
+    settings = {"size": args.size, "epochs": spec["trainer"]["num_epochs"],
+                "batch_size": spec["data_loader"]["batch_size"],
+                "train_pairs": f"{args.max_train_pairs:,}" if args.max_train_pairs else "all 429,501",
+                "seeds": ", ".join(str(s) for s in range(13, 13 + args.seeds)), "date": time.strftime("%Y-%m-%d"),
+                "argv": " ".join(argv if argv is not None else sys.argv[1:]),
+                "max_test_sentences": args.max_test_sentences}
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps({"settings": settings, "runs": rows}, indent=2, ensure_ascii=False) + "\n",
+                   encoding="utf-8")
+    tmp.replace(out)
+    results_md.write_section(SECTION, table(rows, settings), Path(args.results))
+    print(f"{args.results}: {SECTION} written; runs in {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""benchmarks/mt_results.py: the budget cuts it applies to the shipped specs, and the table it
+writes (BLEU mean ± sample sd over seeds per test set, BiG minus Transformer), checked to the digit
+with training replaced by a stub returning known scores."""
+import json
+import statistics
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import mt_results  # noqa: E402
+import results_md  # noqa: E402
+
+
+def fake_bleu(encoder: str, seed: int, name: str) -> float:
+    return 20.0 + (1.5 if encoder == "big" else 0.0) + (seed - 13) * 0.7 + len(name) / 10
+
+
+@pytest.fixture
+def fake_training(monkeypatch):
+    calls = []
+
+    def train_or_reuse(spec, run_dir, tracking_uri=None, source=None, track=True):
+        encoder = spec["model"]["encoder"]["type"]
+        calls.append((encoder, spec["seed"], str(run_dir)))
+        sets = {name: {"data": entry["path"], "examples": 100,
+                       "metrics": {"bleu": fake_bleu(encoder, spec["seed"], name), "chrf": 40.0},
+                       "tracking_tags": {"sacrebleu_signature": f"nrefs:{mt_results.REFERENCES[name]}|case:lc"}}
+                for name, entry in spec["test_sets"].items()}
+        return {"finished": True, "run_dir": str(run_dir), "spec_hash": "h", "training_seconds": 120.0 * spec["seed"],
+                "epochs_completed": 1, "best_epoch": 1, "device": "CPU Fake", "validation": {"bleu": 10.0},
+                "test_sets": sets}
+
+    monkeypatch.setattr(results_md, "train_or_reuse", train_or_reuse)
+    monkeypatch.setattr(mt_results, "count_parameters",
+                        lambda spec, run_dir: 1000 if spec["model"]["encoder"]["type"] == "transformer" else 1100)
+    return calls
+
+
+def test_budget_cuts_keep_the_dev_set_whole(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    spec = mt_results.prepared_spec("big", "small", 14, epochs=2, max_train_pairs=2000, max_test_sentences=50)
+    assert spec["seed"] == 14 and spec["trainer"]["num_epochs"] == 2
+    assert spec["dataset_reader"]["max_instances"] == 2000
+    assert "max_instances" not in spec["validation_dataset_reader"]
+    assert spec["validation_dataset_reader"]["lattice_builder"] == {"type": "lexicon"}
+    assert all(entry["reader"]["max_instances"] == 50 for entry in spec["test_sets"].values())
+    plain = mt_results.prepared_spec("transformer", "small", 13)
+    assert "validation_dataset_reader" not in plain and "max_instances" not in plain["dataset_reader"]
+
+
+def test_table_of_two_encoders_and_two_seeds(fake_training, tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    results, out = tmp_path / "RESULTS.md", tmp_path / "mt.json"
+    results.write_text("# Benchmark results\n\n## Other\nkept\n", encoding="utf-8")
+    code = mt_results.main(["--seeds", "2", "--runs-dir", str(tmp_path / "runs"), "--results", str(results),
+                            "--out", str(out)])
+    assert code == 0 and sorted((e, s) for e, s, _ in fake_training) == \
+           [("big", 13), ("big", 14), ("transformer", 13), ("transformer", 14)]
+    text = results.read_text(encoding="utf-8")
+    assert "## Other\nkept" in text and mt_results.SECTION in text
+    lines = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
+    for encoder, params in (("transformer", "1,000"), ("big", "1,100")):
+        cells = [c.strip() for c in lines[encoder].strip("|").split("|")]
+        assert cells[:5] == [encoder, "2", params, "27.00 ± 1.41", "10.00 ± 0.00"]
+        for name, cell in zip(mt_results.TEST_SETS, cells[5:]):
+            values = [fake_bleu(encoder, s, name) for s in (13, 14)]
+            assert cell == f"{statistics.fmean(values):.2f} ± {statistics.stdev(values):.2f}"
+    difference = [c.strip() for c in lines["BiG − Transformer (means)"].strip("|").split("|")][5:]
+    assert difference == ["+1.50"] * 6
+    assert "tvsub (3 refs)" in text and "wmt22 (2 refs)" in text and "nrefs:3|case:lc" in text
+    saved = json.loads(out.read_text(encoding="utf-8"))
+    assert len(saved["runs"]) == 4 and saved["settings"]["train_pairs"] == "all 429,501"
+
+
+def test_a_smoke_test_needs_its_own_files(capsys):
+    with pytest.raises(SystemExit) as caught:
+        mt_results.main(["--max-test-sentences", "10"])
+    assert caught.value.code == 2 and "smoke test" in capsys.readouterr().err
