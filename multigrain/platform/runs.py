@@ -19,10 +19,12 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 from multigrain.platform import archive as files
+from multigrain.platform import plugins
 from multigrain.platform.config import build
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.experiment import (Experiment, batches_for, build_vocabulary, eval_batches, identity,
@@ -50,6 +52,8 @@ class Run:
 
     def __init__(self, spec: dict, run_dir: str | Path | None = None, source: Optional[str] = None,
                  check_data_paths: bool = True):
+        if run_dir is not None:  # the plugin modules a run there recorded (plugins.json)
+            plugins.import_recorded(Path(run_dir))
         validate_spec(spec, source, check_data_paths)
         self.spec = spec
         self.source = source
@@ -135,7 +139,7 @@ class Run:
         return best
 
     #: what a training writes into its directory before its first epoch ends (``*.tmp``: half-written)
-    EARLY_FILES = {"config.json", "spec_hash", "vocabulary", "tracking.json", "best.pt"}
+    EARLY_FILES = {"config.json", "spec_hash", "vocabulary", "tracking.json", "best.pt", plugins.PLUGINS_FILE}
 
     def _plan(self, resume: bool) -> tuple[bool, bool]:
         """(resume from ``last.pt``, the resume extends a shorter run); refuses what must not be
@@ -166,11 +170,11 @@ class Run:
 
     # training ---------------------------------------------------------------
     def train(self, resume: bool = False, stop_after_epoch: Optional[int] = None, logger=None,
-              on_epoch: Optional[EpochCallback] = None) -> dict:
+              on_epoch: Optional[EpochCallback] = None, epoch_lines: bool = True) -> dict:
         """Train (or continue) into the run directory; returns the summary also written to
         ``metrics.json``. With a ``tracking.RunLogger`` the run is logged live to MLflow: its
         MLflow run starts with the first finished epoch and ends FINISHED, KILLED (stopped early,
-        resumable) or FAILED."""
+        resumable) or FAILED. ``epoch_lines``: print ``epoch_log``'s summary line per epoch."""
         from multigrain.platform.tracking import git_commit
 
         done = self._own_finished_result() if resume else None
@@ -182,7 +186,7 @@ class Run:
         commit = git_commit()  # at the start: the checkout may move on during a long training
         live = LiveLog(self, logger, on_epoch, resume)
         try:
-            result = self._train(resume, extended, stop_after_epoch, live, commit)
+            result = self._train(resume, extended, stop_after_epoch, live, commit, epoch_lines)
         except BaseException as e:
             live.fail(interrupted=isinstance(e, KeyboardInterrupt))
             raise
@@ -190,8 +194,9 @@ class Run:
         return result
 
     def _train(self, resume: bool, extended: bool, stop_after_epoch: Optional[int], live: "LiveLog",
-               commit: str) -> dict:
+               commit: str, epoch_lines: bool) -> dict:
         from multigrain.platform.artifacts import sample_predictions
+        from multigrain.platform.epoch_log import print_epoch_line
         from multigrain.platform.training import Trainer, describe_device, evaluate, seed_everything, write_json
 
         exp, run_dir = self.experiment, self.run_dir
@@ -217,9 +222,16 @@ class Run:
             files.write_run_files(run_dir, self.spec, vocab)
         elif extended:  # the run is now the longer spec's; its vocabulary stays
             files.write_run_spec(run_dir, self.spec)
+        if not resume or extended or not (run_dir / plugins.PLUGINS_FILE).exists():
+            plugins.record(run_dir, self.spec)
+
+        def on_epoch(epoch: int, record: dict) -> None:
+            if epoch_lines:
+                print_epoch_line(trainer, record)
+            live.epoch(epoch, record, trainer.history)
+
         trainer = Trainer(exp.trainer, model, batches_for(model, train, exp.data_loader, exp.seed, True),
-                          eval_batches(model, dev, exp.data_loader) if dev else None, run_dir,
-                          on_epoch=lambda epoch, record: live.epoch(epoch, record, trainer.history))
+                          eval_batches(model, dev, exp.data_loader) if dev else None, run_dir, on_epoch=on_epoch)
         if resume:
             trainer.restore(run_dir / "last.pt")
         summary = trainer.train(stop_after_epoch=stop_after_epoch)
@@ -249,7 +261,7 @@ class Run:
         return result
 
     def train_or_reuse(self, logger=None, on_epoch: Optional[EpochCallback] = None,
-                       extend_siblings: bool = True) -> dict:
+                       extend_siblings: bool = True, epoch_lines: bool = True) -> dict:
         """The result of a finished run in the directory, else train there: resume from its
         ``last.pt`` when an earlier attempt was interrupted, start over when it left no checkpoint.
         With ``extend_siblings`` a new directory starts from a copy of the longest sibling run that
@@ -266,7 +278,7 @@ class Run:
         if self.is_empty() and extend_siblings:
             self._copy_sibling()
         # resume: from last.pt, or from scratch when the earlier attempt finished no epoch
-        return self.train(resume=not self.is_empty(), logger=logger, on_epoch=on_epoch)
+        return self.train(resume=not self.is_empty(), logger=logger, on_epoch=on_epoch, epoch_lines=epoch_lines)
 
     def _copy_sibling(self) -> None:
         earlier = self.shorter_sibling()
@@ -281,8 +293,10 @@ class Run:
         tmp.rename(self.run_dir)
 
     # the archive -------------------------------------------------------------
-    def load_archive(self, weights: str = "best.pt", device: Optional[str] = None) -> files.Archive:
-        """The run's model with ``weights`` loaded, on ``device`` (default: the trainer's)."""
+    def load_archive(self, weights: str = "best.pt", device: Optional[str] = None,
+                     reader: str = "test") -> files.Archive:
+        """The run's model with ``weights`` loaded, on ``device`` (default: the trainer's), reading
+        data with the spec's ``reader`` (``Experiment.reader_for``: train, validation or test)."""
         import torch
 
         from multigrain.platform.training import pick_device
@@ -295,16 +309,38 @@ class Run:
         model.to(dev)
         files.load_weights(model, self.run_dir / weights, dev)
         model.eval()
-        return files.Archive(self.run_dir, self.spec, model, vocab, self.experiment.validation_dataset_reader, dev,
+        return files.Archive(self.run_dir, self.spec, model, vocab, self.experiment.reader_for(reader), dev,
                              self.experiment.data_loader)
 
     def evaluate(self, data_path: str, batch_size: Optional[int] = None, device: Optional[str] = None,
-                 archive: Optional[files.Archive] = None) -> tuple[dict, int]:
-        """(metrics of the best weights on ``data_path``, number of examples scored)."""
-        from multigrain.platform.training import evaluate
+                 archive: Optional[files.Archive] = None, reader: str = "test") -> tuple[dict, int]:
+        """(metrics of the best weights on ``data_path`` read with the spec's ``reader``, the
+        number of instances the model scored: every one the reader keeps)."""
+        scored = self.score(data_path, batch_size, device, archive, reader)
+        return scored.metrics, scored.scored
+
+    def score(self, data_path: str, batch_size: Optional[int] = None, device: Optional[str] = None,
+              archive: Optional[files.Archive] = None, reader: str = "test") -> "Scores":
+        """``evaluate`` with the counts: instances the reader kept and instances the model scored."""
+        from multigrain.platform.training import evaluate_counted
 
         archive = archive or self.load_archive(device=device)
-        instances = archive.read(data_path)
-        metrics = evaluate(archive.model, archive.batches(instances, batch_size), archive.device,
-                           desc=f"evaluate {data_path}")
-        return metrics, len(instances)
+        read_with = self.experiment.reader_for(reader)
+        instances = archive.read(data_path, read_with)
+        metrics, scored = evaluate_counted(archive.model, archive.batches(instances, batch_size), archive.device,
+                                           desc=f"evaluate {data_path}")
+        return Scores(metrics, len(instances), scored, reader, getattr(read_with, "registered_name", ""),
+                      getattr(read_with, "split", None))
+
+
+@dataclass(frozen=True)
+class Scores:
+    """What ``Run.score`` measured: the metrics, instances read and scored, and the reader used
+    (the spec's ``reader`` split, its registered type, and its own ``split`` option if it has one)."""
+
+    metrics: dict
+    read: int
+    scored: int
+    reader: str
+    reader_type: str
+    reader_split: Optional[str]

@@ -24,9 +24,9 @@ class ArchiveEvaluator:
     def pid(self) -> int:
         return os.getpid()
 
-    def evaluate(self, run_dir: str, data_path: str, batch_size: Optional[int] = None) -> dict:
-        """Metrics of ``run_dir``'s best weights on ``data_path``; batches of the spec's
-        ``eval_batch_size`` unless ``batch_size``."""
+    def evaluate(self, run_dir: str, data_path: str, batch_size: Optional[int] = None, reader: str = "test") -> dict:
+        """Metrics of ``run_dir``'s best weights on ``data_path`` read with the spec's ``reader``
+        (``multigrain evaluate``'s choice); batches of the spec's ``eval_batch_size`` unless ``batch_size``."""
         from multigrain.platform.runs import Run
 
         os.environ["MULTIGRAIN_QUIET"] = "1"
@@ -35,10 +35,10 @@ class ArchiveEvaluator:
                 run = Run.open(run_dir)
                 self.runs[run_dir] = (run, run.load_archive())
             run, archive = self.runs[run_dir]
-            metrics, examples = run.evaluate(data_path, batch_size, archive=archive)
+            metrics, examples = run.evaluate(data_path, batch_size, archive=archive, reader=reader)
         except MultigrainError as e:
             raise RemoteError(str(e)) from None
-        return {"run_dir": run_dir, "data": data_path, "examples": examples, "metrics": metrics,
+        return {"run_dir": run_dir, "data": data_path, "reader": reader, "examples": examples, "metrics": metrics,
                 "leaderboard_metric": getattr(archive.model, "leaderboard_metric", None), "pid": os.getpid()}
 
 
@@ -53,9 +53,11 @@ def evaluator_pool(n: int, num_cpus: float = 1.0, num_gpus: float = 0.0, max_res
 
 
 def evaluate_all(run_dirs: list[str], data_paths: list[str], actors: Optional[int] = None, num_cpus: float = 1.0,
-                 num_gpus: Optional[float] = None, max_restarts: int = 2, batch_size: Optional[int] = None) -> list[dict]:
-    """Every archive on every data file, over a pool of evaluator actors (each archive always
-    goes to the same actor, which loads it once). Rows with an ``error`` failed."""
+                 num_gpus: Optional[float] = None, max_restarts: int = 2, batch_size: Optional[int] = None,
+                 reader: str = "test") -> list[dict]:
+    """Every archive on every data file read with each spec's ``reader`` (train, validation or
+    test), over a pool of evaluator actors (each archive always goes to the same actor, which
+    loads it once). Rows with an ``error`` failed; ``examples``: the instances scored."""
     import ray
     from ray.exceptions import RayError
 
@@ -70,7 +72,7 @@ def evaluate_all(run_dirs: list[str], data_paths: list[str], actors: Optional[in
     jobs = {}
     for i, run_dir in enumerate(named.values()):
         for data in data_paths:
-            ref = pool[i % n].evaluate.remote(run_dir, str(Path(data).resolve()), batch_size)
+            ref = pool[i % n].evaluate.remote(run_dir, str(Path(data).resolve()), batch_size, reader)
             jobs[ref] = (run_dir, data)
     rows = []
     try:
