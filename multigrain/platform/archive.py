@@ -6,6 +6,7 @@
       vocabulary/        vocabulary.json
       best.pt, last.pt   best weights; full training state
       metrics.json       history, validation and test metrics
+      plugins.json       the plugin modules the spec needs (``plugins``), when it needs any
 """
 from __future__ import annotations
 

@@ -5,12 +5,14 @@ built once - and is what ``multigrain train``, ``evaluate`` and ``predict``, the
 scripts, Ray trials and ``evaluate-all`` go through. It owns
 
 - the run's identity: the spec hash (plus the task/dataset/model/encoder names tracking uses);
-- its directory (``runs/<spec>-<hash8>`` by default), which is also the model archive;
+- its directory (``runs/<spec>-<hash8>`` by default), which is also the model archive, and the
+  plugin modules recorded there (``plugins``), imported before its spec is read;
 - the decision what to do with that directory: a fresh run, resuming from ``last.pt``
   (bit-identically), extending a finished run to more epochs when nothing else changed and the
   schedule does not depend on the epoch count, or reusing a finished result;
 - training through the ``Trainer`` (whose config holds the one "finished" rule), logged live to
-  MLflow through a ``RunLogger``; and evaluation of the trained archive.
+  MLflow through a ``RunLogger``, one ``epoch_log`` line per epoch; and evaluation of the trained
+  archive on a data file read with the spec's test (or another) reader.
 
 Nothing outside this module and ``training`` reads trainer keys from a spec dict.
 """

@@ -127,3 +127,14 @@ def test_unknown_type_errors_name_the_flag_and_the_entry_point_group(tmp_path):
         validate_spec(spec, check_data_paths=False)
     assert "dataset_reader.type: unknown reader type 'no_such_reader'" in str(built.value)
     assert hint in str(built.value)
+
+
+def test_a_submitted_job_trains_with_the_same_flags():
+    import shlex
+
+    from multigrain.platform.ray.jobs import job_entrypoint
+
+    spec = tiny_spec(bilstm_tagger(), {"type": READER}, "train.tsv", task="ner")
+    command = shlex.split(job_entrypoint(spec, "tiny", include_packages=(PLUGIN, "mg_other")))
+    assert command[-4:] == ["--include-package", PLUGIN, "--include-package", "mg_other"]
+    assert command[command.index("train") - 1] == "multigrain"
