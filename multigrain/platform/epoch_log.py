@@ -18,7 +18,7 @@ def duration(seconds: float) -> str:
     """``4.2s``, ``3m05s``, ``1h02m03s``."""
     if seconds < 60:
         return f"{seconds:.1f}s"
-    whole = int(round(seconds))
+    whole = round(seconds)
     hours, rest = divmod(whole, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"

@@ -1,9 +1,10 @@
 """Plugin modules that travel with a run.
 
 ``--include-package M`` imports a local module that registers components (``include``). A run
-directory records the plugin modules its spec needs in ``plugins.json``: every module outside
-``multigrain`` that defines a component whose registered name the spec uses as a ``type``, with
-the sha256 of its source file and the package to import for it::
+directory records the plugin modules its spec needs in ``plugins.json``: every module of an
+``--include-package`` package or a ``multigrain.plugins`` entry point that defines a component
+whose registered name the spec uses as a ``type``, with the sha256 of its source file and the
+package to import for it::
 
     {"modules": [{"module": "my_readers", "package": "my_readers", "search_dir": "/home/me/work",
                   "file": "/home/me/work/my_readers.py", "sha256": "...",
@@ -75,17 +76,24 @@ def spec_type_names(spec) -> set[str]:
     return found
 
 
-def _is_builtin(module: str) -> bool:
-    return module == "multigrain" or module.startswith("multigrain.")
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
 
 
-def _package_of(module: str) -> tuple[str, Optional[str]]:
+def _package_of(module: str) -> Optional[tuple[str, Optional[str]]]:
     """(the package to import for ``module``, the folder it came from): the ``--include-package``
-    name that covers it, else the module itself from ``sys.path``."""
+    name that covers it, else the entry point's module from ``sys.path``; None when ``module`` is
+    no plugin (built in, or registered by code that is not a plugin, e.g. a test)."""
+    from multigrain.platform.registry import LOADED_PLUGINS
+
     for package, folder in INCLUDED.items():
-        if module == package or module.startswith(package + "."):
+        if _within(module, package):
             return package, folder
-    return module, None
+    for plugin in LOADED_PLUGINS:
+        entry_module = plugin.split(":")[0]
+        if _within(module, entry_module):
+            return entry_module, None
+    return None
 
 
 def needed_modules(spec: dict) -> list[dict]:
@@ -96,9 +104,8 @@ def needed_modules(spec: dict) -> list[dict]:
     by_module: dict[str, list[str]] = {}
     for kind, base in KINDS.items():
         for name, entry in base.registry().items():
-            module = entry.cls.__module__
-            if name in names and not _is_builtin(module) and module != "__main__":
-                by_module.setdefault(module, []).append(f"{kind} {name}")
+            if name in names and _package_of(entry.cls.__module__) is not None:
+                by_module.setdefault(entry.cls.__module__, []).append(f"{kind} {name}")
     out = []
     for module in sorted(by_module):
         path = getattr(sys.modules.get(module), "__file__", None)

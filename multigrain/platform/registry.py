@@ -136,6 +136,8 @@ def load_builtin() -> None:
 
 #: plugin entry points that failed to import: "name (module): error"
 BROKEN_PLUGINS: list[str] = []
+#: the modules of the plugin entry points that loaded
+LOADED_PLUGINS: list[str] = []
 
 
 def load_plugins() -> list[str]:
@@ -159,6 +161,7 @@ def load_plugins() -> list[str]:
             warnings.warn(f"multigrain plugin entry point {ep.name!r} ({ep.value}) failed to load: {e}")
             continue
         loaded.append(ep.value)
+    LOADED_PLUGINS.extend(loaded)
     return loaded
 
 
@@ -167,6 +170,7 @@ def reset_plugins() -> None:
     global _loaded_plugins
     _loaded_plugins = False
     BROKEN_PLUGINS.clear()
+    LOADED_PLUGINS.clear()
 
 
 def load_all() -> None:

@@ -56,6 +56,6 @@ def test_one_line_per_epoch_equal_to_the_history(tmp_path, monkeypatch, capsys):
 
 def test_the_line_without_a_dev_set_and_the_durations():
     record = {"epoch": 2, "train_loss": 1.23456}
-    assert epoch_line(record, 10, "f1", -1.2, 2, 30.0) == \
-        "epoch 2/10 | train loss 1.2346 | best epoch 2 (lowest train loss; no dev set) | elapsed 30.0s | remaining ~2m00s"
+    assert epoch_line(record, 10, "f1", -1.2, 2, 30.0) == ("epoch 2/10 | train loss 1.2346 | best epoch 2 (lowest "
+                                                          "train loss; no dev set) | elapsed 30.0s | remaining ~2m00s")
     assert [duration(s) for s in (4.24, 59.9, 65, 3723)] == ["4.2s", "59.9s", "1m05s", "1h02m03s"]

@@ -114,9 +114,9 @@ def test_the_flag_before_and_after_the_command_several_times(tmp_path, monkeypat
 
 
 def test_unknown_type_errors_name_the_flag_and_the_entry_point_group(tmp_path):
+    from multigrain.platform.errors import SpecError
     from multigrain.platform.experiment import validate_spec
     from multigrain.platform.kinds import Reader
-    from multigrain.platform.errors import SpecError
 
     hint = "--include-package MODULE, or register it under the entry-point group 'multigrain.plugins'"
     with pytest.raises(ConfigurationError, match="unknown reader type 'no_such_reader'") as lookup:
@@ -138,3 +138,41 @@ def test_a_submitted_job_trains_with_the_same_flags():
     command = shlex.split(job_entrypoint(spec, "tiny", include_packages=(PLUGIN, "mg_other")))
     assert command[-4:] == ["--include-package", PLUGIN, "--include-package", "mg_other"]
     assert command[command.index("train") - 1] == "multigrain"
+
+
+def test_entry_point_plugins_are_recorded_and_other_code_is_not(tmp_path, monkeypatch):
+    """A component from a ``multigrain.plugins`` entry point is recorded (imported from sys.path);
+    one registered by code that is no plugin (this test module) is not: no process could import it."""
+    import importlib.metadata as metadata
+    import sys
+
+    from multigrain.platform.kinds import Reader
+    from multigrain.platform.registry import reset_plugins
+
+    (tmp_path / "mg_entry_plug.py").write_text(textwrap.dedent("""
+        from multigrain.platform.kinds import Reader
+        @Reader.register("entry_point_reader")
+        class EntryPointReader(Reader):
+            pass
+    """), encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    points = [metadata.EntryPoint("mine", "mg_entry_plug", "multigrain.plugins")]
+    monkeypatch.setattr(metadata, "entry_points", lambda group=None: points if group == "multigrain.plugins" else [])
+
+    @Reader.register("not_a_plugin_reader")
+    class NotAPlugin(Reader):
+        pass
+
+    reset_plugins()
+    try:
+        assert Reader.by_name("entry_point_reader").__module__ == "mg_entry_plug"
+        spec = {"dataset_reader": {"type": "entry_point_reader"},
+                "validation_dataset_reader": {"type": "not_a_plugin_reader"}}
+        (entry,) = plugins.needed_modules(spec)
+        source = tmp_path / "mg_entry_plug.py"
+        assert entry == {"module": "mg_entry_plug", "package": "mg_entry_plug", "search_dir": None,
+                         "file": str(source.resolve()), "sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
+                         "components": ["reader entry_point_reader"]}
+    finally:
+        reset_plugins()
+        sys.modules.pop("mg_entry_plug", None)

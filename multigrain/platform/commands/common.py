@@ -18,8 +18,9 @@ def add_spec_args(parser: argparse.ArgumentParser) -> None:
 def add_reader_arg(parser: argparse.ArgumentParser) -> None:
     """``--reader train|validation|test``: which of the spec's readers reads a data file."""
     parser.add_argument("--reader", choices=("train", "validation", "test"), default="test",
-                        help="read the data with the spec's test_dataset_reader (default; it falls back to the "
-                             "validation reader, then the training reader), validation_dataset_reader or dataset_reader")
+                        help="read the data with the spec's test_dataset_reader (default; it falls back to "
+                             "the validation reader, then the training reader), validation_dataset_reader or "
+                             "dataset_reader")
 
 
 def load_spec_args(args) -> dict:
