@@ -8,7 +8,7 @@ import pytest
 
 from multigrain.platform.runs import Run
 from multigrain.testing import bilstm_tagger, copy_sentences, read_sentences, tiny_spec
-from tests.conftest import DATA, run_cli
+from tests.conftest import DATA
 
 SENTENCES = 30
 DEV_FRACTION = 0.3
@@ -59,14 +59,16 @@ def test_the_test_reader_falls_back_to_the_validation_reader(trained, tmp_path):
     assert exp.reader_for("test") is exp.reader_for("validation") is exp.dataset_reader
 
 
-def test_the_cli_prints_the_count_and_json_carries_it(trained):
-    out = run_cli("evaluate", trained["run"], trained["data"], "--json")
-    assert out.returncode == 0, out.stderr
-    report = json.loads(out.stdout)
+def test_the_cli_prints_the_count_and_json_carries_it(trained, capsys):
+    from multigrain.platform.commands import main
+
+    assert main(["evaluate", str(trained["run"]), trained["data"], "--json"]) == 0
+    out = capsys.readouterr()
+    report = json.loads(out.out)
     assert report["instances_read"] == report["instances_scored"] == SENTENCES
     assert report["reader"] == "test" and report["reader_type"] == "msra_ner"
     assert report["metrics"] == Run.open(trained["run"]).score(trained["data"]).metrics
-    assert f"msra30.bmes: {SENTENCES} instances read with the test reader (msra_ner), {SENTENCES} scored" in out.stderr
+    assert f"msra30.bmes: {SENTENCES} instances read with the test reader (msra_ner), {SENTENCES} scored" in out.err
 
 
 def test_predict_with_the_dataset_reader_and_a_reader_choice(trained, capsys):
