@@ -43,6 +43,7 @@ def test_evaluate_scores_every_instance_with_the_test_reader(trained):
     scores = run.score(trained["data"])
     assert (scores.read, scores.scored, scores.reader, scores.reader_type) == (SENTENCES, SENTENCES, "test", "msra_ner")
     assert run.evaluate(trained["data"]) == (scores.metrics, SENTENCES)
+    assert not (trained["run"] / "plugins.json").exists()  # built-in components only: nothing to record
     # the other readers keep their buckets: what the old evaluate scored (validation) and the rest
     assert 0 < trained["dev"] < SENTENCES
     assert run.score(trained["data"], reader="validation").scored == trained["dev"]
