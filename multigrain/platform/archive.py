@@ -7,6 +7,7 @@
       resources/         files the model fitted on the training data (platform/resources.py)
       best.pt, last.pt   best weights; full training state
       metrics.json       history, validation and test metrics
+      plugins.json       the plugin modules the spec needs (``plugins``), when it needs any
 """
 from __future__ import annotations
 
@@ -87,11 +88,11 @@ class Archive:
     device: object
     data_loader: object  # the spec's DataLoaderConfig: evaluation batch size and bucketing
 
-    def read(self, path: str) -> list:
-        """Examples of a data file in the reader's format."""
+    def read(self, path: str, reader=None) -> list:
+        """Examples of a data file read with ``reader`` (default: the archive's)."""
         if not Path(path).is_file():
             raise ConfigurationError(f"{path}: no such data file")
-        return list(self.reader.read(path))
+        return list((reader or self.reader).read(path))
 
     def read_json_lines(self, path: str) -> list:
         """``predict`` input: one JSON object per line (``{"text": ...}``), made into examples by the

@@ -25,7 +25,7 @@ from typing import Annotated, Any, Generic, Literal, Optional, TypeVar, Union
 
 from multigrain.platform.errors import ConfigurationError, Problem, SpecError, did_you_mean
 from multigrain.platform.hints import PROBABILITY, Matches, Range, constructor_parameters, describe
-from multigrain.platform.registry import Registrable, broken_plugins_note, load_all
+from multigrain.platform.registry import PLUGIN_HINT, Registrable, broken_plugins_note, load_all
 
 T = TypeVar("T")
 
@@ -255,7 +255,7 @@ def _construct_registrable(base: type, value: Any, path: str, errors: list[Probl
             load_all()
         if name not in entries:
             errors.append(Problem(type_path, f"unknown {kind_base.kind} type {name!r}{did_you_mean(name, entries)}; "
-                                             f"valid choices: {_choices(kind_base)}{broken_plugins_note()}",
+                                             f"valid choices: {_choices(kind_base)}{broken_plugins_note()}{PLUGIN_HINT}",
                                   "type"))
             return None
         cls = entries[name].cls

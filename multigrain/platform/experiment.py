@@ -9,11 +9,16 @@ from typing import Optional
 
 from multigrain.platform.batching import BatchIterator, DataLoaderConfig
 from multigrain.platform.config import Lazy, validate
-from multigrain.platform.errors import Problem, SpecError
+from multigrain.platform.errors import ConfigurationError, Problem, SpecError
 from multigrain.platform.kinds import Model, Reader
 from multigrain.platform.test_sets import EvaluationSet, spec_problems
+from multigrain.platform.specs import encoder_name
 from multigrain.platform.training import TrainerConfig
 from multigrain.platform.vocab import VocabularyConfig, is_label_namespace
+
+
+#: the data splits a spec names a reader for (``evaluate --reader``)
+READER_SPLITS = ("train", "validation", "test")
 
 
 class Experiment:
@@ -43,6 +48,15 @@ class Experiment:
         self.description = description
         self.test_sets = test_sets or {}  # name -> EvaluationSet (platform/test_sets.py)
 
+    def reader_for(self, split: str) -> Reader:
+        """The reader of ``split`` (one of ``READER_SPLITS``): ``test`` falls back to the
+        validation reader and that to the training reader, as for the spec's own files."""
+        readers = {"train": self.dataset_reader, "validation": self.validation_dataset_reader,
+                   "test": self.test_dataset_reader}
+        if split not in readers:
+            raise ConfigurationError(f"reader: expected one of {', '.join(READER_SPLITS)}, got {split!r}")
+        return readers[split]
+
     def model_class(self) -> type:
         """The registered model class the spec names (its ``count_vocab_items`` builds the vocabulary)."""
         return Model.by_name(self.model.type_name)
@@ -62,14 +76,13 @@ def validate_spec(spec: dict, source: Optional[str] = None, check_data_paths: bo
 
 
 def identity(spec: dict) -> dict:
-    """Task, dataset, model and encoder names of a spec, for tracking."""
+    """Task, dataset, model and encoder names of a spec, for tracking (not part of the spec hash)."""
     model = spec.get("model", {}) or {}
-    encoder = model.get("encoder", {}) or {}
     return {
         "task": spec.get("task") or "",
         "dataset": spec.get("dataset") or Path(str(spec.get("train_data_path", "data"))).parent.name,
         "model": model.get("type", ""),
-        "encoder": encoder.get("type", "") if isinstance(encoder, dict) else str(encoder),
+        "encoder": encoder_name(model) if isinstance(model, dict) else "",
     }
 
 

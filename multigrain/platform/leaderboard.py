@@ -37,6 +37,17 @@ def display_name(tags: dict) -> str:
     return f"{name} [{tags['config']}]" if tags.get("config") else name
 
 
+def encoder_of(rec: dict) -> str:
+    """The record's ``encoder`` tag; for runs logged before backbone-only models were tagged with
+    their backbone, the backbone/embedder type from the flattened spec in its params."""
+    from multigrain.platform.specs import ENCODER_STANDINS
+
+    if rec["tags"].get("encoder"):
+        return rec["tags"]["encoder"]
+    params = rec.get("params", {})
+    return next((params[f"model.{key}.type"] for key in ENCODER_STANDINS if params.get(f"model.{key}.type")), "")
+
+
 def rank_metric(rec: dict, metric: Optional[str]) -> str:
     return metric or rec["tags"].get("leaderboard_metric") or "test_f1"
 
@@ -69,7 +80,7 @@ def rows(recs: list[dict], metric: Optional[str] = None, group_seeds: bool = Tru
                  if any(k in r["metrics"] for r in runs)]
         paper = None if tags.get("config") else paper_number(experiment, tags.get("spec_name", ""))
         out.append({"experiment": experiment, "name": display_name(tags), "model": tags.get("model", ""),
-                    "encoder": tags.get("encoder", ""), "metric": key if len(shown) == 1 else " / ".join(shown),
+                    "encoder": encoder_of(best), "metric": key if len(shown) == 1 else " / ".join(shown),
                     "value": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else None,
                     "ours": " / ".join(cells), "seeds": len(runs), "values": values, "paper": paper or "",
                     "spec_hash": tags.get("spec_hash", ""), "run_id": best["run_id"],

@@ -103,12 +103,17 @@ class Registrable:
         return cls.kind is not None and KINDS.get(cls.kind) is cls
 
 
-def unknown_name_message(kind: str, name: str, choices: list[str]) -> str:
+def unknown_name_message(kind: str, name: str, choices: list[str], plugin_hint: bool = True) -> str:
     from multigrain.platform.errors import did_you_mean
 
     hint = did_you_mean(name, choices)
     listed = ", ".join(sorted(choices)) or "(none registered)"
-    return f"unknown {kind} type {name!r}{hint}; valid choices: {listed}{broken_plugins_note()}"
+    return f"unknown {kind} type {name!r}{hint}; valid choices: {listed}{broken_plugins_note()}{PLUGIN_HINT if plugin_hint else ''}"
+
+
+#: the end of every "unknown <kind> type" message: where components of one's own come from
+PLUGIN_HINT = (f"; a component of your own: import its module with --include-package MODULE, or register it "
+               f"under the entry-point group {PLUGIN_GROUP!r}")
 
 
 def broken_plugins_note() -> str:
@@ -131,6 +136,8 @@ def load_builtin() -> None:
 
 #: plugin entry points that failed to import: "name (module): error"
 BROKEN_PLUGINS: list[str] = []
+#: the modules of the plugin entry points that loaded
+LOADED_PLUGINS: list[str] = []
 
 
 def load_plugins() -> list[str]:
@@ -154,6 +161,7 @@ def load_plugins() -> list[str]:
             warnings.warn(f"multigrain plugin entry point {ep.name!r} ({ep.value}) failed to load: {e}")
             continue
         loaded.append(ep.value)
+    LOADED_PLUGINS.extend(loaded)
     return loaded
 
 
@@ -162,6 +170,7 @@ def reset_plugins() -> None:
     global _loaded_plugins
     _loaded_plugins = False
     BROKEN_PLUGINS.clear()
+    LOADED_PLUGINS.clear()
 
 
 def load_all() -> None:
@@ -200,5 +209,5 @@ def import_package(name: str, search_dir: str | None = None) -> None:
 def kind_of(kind: str) -> type[Registrable]:
     load_builtin()
     if kind not in KINDS:
-        raise ConfigurationError(unknown_name_message("registry kind", kind, list(KINDS)))
+        raise ConfigurationError(unknown_name_message("registry kind", kind, list(KINDS), plugin_hint=False))
     return KINDS[kind]

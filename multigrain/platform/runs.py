@@ -5,12 +5,14 @@ built once - and is what ``multigrain train``, ``evaluate`` and ``predict``, the
 scripts, Ray trials and ``evaluate-all`` go through. It owns
 
 - the run's identity: the spec hash (plus the task/dataset/model/encoder names tracking uses);
-- its directory (``runs/<spec>-<hash8>`` by default), which is also the model archive;
+- its directory (``runs/<spec>-<hash8>`` by default), which is also the model archive, and the
+  plugin modules recorded there (``plugins``), imported before its spec is read;
 - the decision what to do with that directory: a fresh run, resuming from ``last.pt``
   (bit-identically), extending a finished run to more epochs when nothing else changed and the
   schedule does not depend on the epoch count, or reusing a finished result;
 - training through the ``Trainer`` (whose config holds the one "finished" rule), logged live to
-  MLflow through a ``RunLogger``; and evaluation of the trained archive.
+  MLflow through a ``RunLogger``, one ``epoch_log`` line per epoch; and evaluation of the trained
+  archive on a data file read with the spec's test (or another) reader.
 
 Nothing outside this module and ``training`` reads trainer keys from a spec dict.
 """
@@ -19,10 +21,12 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 from multigrain.platform import archive as files
+from multigrain.platform import plugins
 from multigrain.platform.config import build
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.experiment import (Experiment, batches_for, build_vocabulary, eval_batches, identity,
@@ -51,6 +55,8 @@ class Run:
 
     def __init__(self, spec: dict, run_dir: str | Path | None = None, source: Optional[str] = None,
                  check_data_paths: bool = True):
+        if run_dir is not None:  # the plugin modules a run there recorded (plugins.json)
+            plugins.import_recorded(Path(run_dir))
         validate_spec(spec, source, check_data_paths)
         self.spec = spec
         self.source = source
@@ -136,7 +142,8 @@ class Run:
         return best
 
     #: what a training writes into its directory before its first epoch ends (``*.tmp``: half-written)
-    EARLY_FILES = {"config.json", "spec_hash", "vocabulary", "resources", "tracking.json", "best.pt"}
+    EARLY_FILES = {"config.json", "spec_hash", "vocabulary", "resources", "tracking.json", "best.pt",
+                   plugins.PLUGINS_FILE}
 
     def _plan(self, resume: bool) -> tuple[bool, bool]:
         """(resume from ``last.pt``, the resume extends a shorter run); refuses what must not be
@@ -167,11 +174,11 @@ class Run:
 
     # training ---------------------------------------------------------------
     def train(self, resume: bool = False, stop_after_epoch: Optional[int] = None, logger=None,
-              on_epoch: Optional[EpochCallback] = None) -> dict:
+              on_epoch: Optional[EpochCallback] = None, epoch_lines: bool = True) -> dict:
         """Train (or continue) into the run directory; returns the summary also written to
         ``metrics.json``. With a ``tracking.RunLogger`` the run is logged live to MLflow: its
         MLflow run starts with the first finished epoch and ends FINISHED, KILLED (stopped early,
-        resumable) or FAILED."""
+        resumable) or FAILED. ``epoch_lines``: print ``epoch_log``'s summary line per epoch."""
         from multigrain.platform.tracking import git_commit
 
         done = self._own_finished_result() if resume else None
@@ -183,7 +190,7 @@ class Run:
         commit = git_commit()  # at the start: the checkout may move on during a long training
         live = LiveLog(self, logger, on_epoch, resume)
         try:
-            result = self._train(resume, extended, stop_after_epoch, live, commit)
+            result = self._train(resume, extended, stop_after_epoch, live, commit, epoch_lines)
         except BaseException as e:
             live.fail(interrupted=isinstance(e, KeyboardInterrupt))
             raise
@@ -191,8 +198,9 @@ class Run:
         return result
 
     def _train(self, resume: bool, extended: bool, stop_after_epoch: Optional[int], live: "LiveLog",
-               commit: str) -> dict:
+               commit: str, epoch_lines: bool) -> dict:
         from multigrain.platform.artifacts import sample_predictions
+        from multigrain.platform.epoch_log import print_epoch_line
         from multigrain.platform.training import Trainer, describe_device, evaluate, seed_everything, write_json
 
         exp, run_dir = self.experiment, self.run_dir
@@ -220,9 +228,16 @@ class Run:
             files.write_run_files(run_dir, self.spec, vocab)
         elif extended:  # the run is now the longer spec's; its vocabulary stays
             files.write_run_spec(run_dir, self.spec)
+        if not resume or extended or not (run_dir / plugins.PLUGINS_FILE).exists():
+            plugins.record(run_dir, self.spec)
+
+        def on_epoch(epoch: int, record: dict) -> None:
+            if epoch_lines:
+                print_epoch_line(trainer, record)
+            live.epoch(epoch, record, trainer.history)
+
         trainer = Trainer(exp.trainer, model, batches_for(model, train, exp.data_loader, exp.seed, True),
-                          eval_batches(model, dev, exp.data_loader) if dev else None, run_dir,
-                          on_epoch=lambda epoch, record: live.epoch(epoch, record, trainer.history))
+                          eval_batches(model, dev, exp.data_loader) if dev else None, run_dir, on_epoch=on_epoch)
         if resume:
             trainer.restore(run_dir / "last.pt")
         summary = trainer.train(stop_after_epoch=stop_after_epoch)
@@ -257,7 +272,7 @@ class Run:
         return result
 
     def train_or_reuse(self, logger=None, on_epoch: Optional[EpochCallback] = None,
-                       extend_siblings: bool = True) -> dict:
+                       extend_siblings: bool = True, epoch_lines: bool = True) -> dict:
         """The result of a finished run in the directory, else train there: resume from its
         ``last.pt`` when an earlier attempt was interrupted, start over when it left no checkpoint.
         With ``extend_siblings`` a new directory starts from a copy of the longest sibling run that
@@ -274,7 +289,7 @@ class Run:
         if self.is_empty() and extend_siblings:
             self._copy_sibling()
         # resume: from last.pt, or from scratch when the earlier attempt finished no epoch
-        return self.train(resume=not self.is_empty(), logger=logger, on_epoch=on_epoch)
+        return self.train(resume=not self.is_empty(), logger=logger, on_epoch=on_epoch, epoch_lines=epoch_lines)
 
     def _copy_sibling(self) -> None:
         earlier = self.shorter_sibling()
@@ -289,8 +304,10 @@ class Run:
         tmp.rename(self.run_dir)
 
     # the archive -------------------------------------------------------------
-    def load_archive(self, weights: str = "best.pt", device: Optional[str] = None) -> files.Archive:
-        """The run's model with ``weights`` loaded, on ``device`` (default: the trainer's)."""
+    def load_archive(self, weights: str = "best.pt", device: Optional[str] = None,
+                     reader: str = "test") -> files.Archive:
+        """The run's model with ``weights`` loaded, on ``device`` (default: the trainer's), reading
+        data with the spec's ``reader`` (``Experiment.reader_for``: train, validation or test)."""
         import torch
 
         from multigrain.platform.training import pick_device
@@ -303,16 +320,38 @@ class Run:
         model.to(dev)
         files.load_weights(model, self.run_dir / weights, dev)
         model.eval()
-        return files.Archive(self.run_dir, self.spec, model, vocab, self.experiment.validation_dataset_reader, dev,
+        return files.Archive(self.run_dir, self.spec, model, vocab, self.experiment.reader_for(reader), dev,
                              self.experiment.data_loader)
 
     def evaluate(self, data_path: str, batch_size: Optional[int] = None, device: Optional[str] = None,
-                 archive: Optional[files.Archive] = None) -> tuple[dict, int]:
-        """(metrics of the best weights on ``data_path``, number of examples scored)."""
-        from multigrain.platform.training import evaluate
+                 archive: Optional[files.Archive] = None, reader: str = "test") -> tuple[dict, int]:
+        """(metrics of the best weights on ``data_path`` read with the spec's ``reader``, the
+        number of instances the model scored: every one the reader keeps)."""
+        scored = self.score(data_path, batch_size, device, archive, reader)
+        return scored.metrics, scored.scored
+
+    def score(self, data_path: str, batch_size: Optional[int] = None, device: Optional[str] = None,
+              archive: Optional[files.Archive] = None, reader: str = "test") -> "Scores":
+        """``evaluate`` with the counts: instances the reader kept and instances the model scored."""
+        from multigrain.platform.training import evaluate_counted
 
         archive = archive or self.load_archive(device=device)
-        instances = archive.read(data_path)
-        metrics = evaluate(archive.model, archive.batches(instances, batch_size), archive.device,
-                           desc=f"evaluate {data_path}")
-        return metrics, len(instances)
+        read_with = self.experiment.reader_for(reader)
+        instances = archive.read(data_path, read_with)
+        metrics, scored = evaluate_counted(archive.model, archive.batches(instances, batch_size), archive.device,
+                                           desc=f"evaluate {data_path}")
+        return Scores(metrics, len(instances), scored, reader, getattr(read_with, "registered_name", ""),
+                      getattr(read_with, "split", None))
+
+
+@dataclass(frozen=True)
+class Scores:
+    """What ``Run.score`` measured: the metrics, instances read and scored, and the reader used
+    (the spec's ``reader`` split, its registered type, and its own ``split`` option if it has one)."""
+
+    metrics: dict
+    read: int
+    scored: int
+    reader: str
+    reader_type: str
+    reader_split: Optional[str]

@@ -159,3 +159,19 @@ def spec_hash(spec: dict) -> str:
     """sha256 over canonical JSON: the run's identity."""
     canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+#: model keys that name what encodes the text when there is no separate ``model.encoder``
+ENCODER_STANDINS = ("backbone", "embedder", "text_field_embedder")
+
+
+def encoder_name(model: dict) -> str:
+    """The type of ``model.encoder``, else of the backbone/embedder that encodes the text alone
+    (a backbone-only model: ``char_transformer``, ``hf_transformer``); empty when there is none."""
+    for key in ("encoder", *ENCODER_STANDINS):
+        part = model.get(key)
+        if isinstance(part, dict) and isinstance(part.get("type"), str) and part["type"]:
+            return part["type"]
+        if isinstance(part, str) and part:
+            return part
+    return ""

@@ -207,21 +207,28 @@ def atomic_save(obj, path: Path) -> None:
     os.replace(tmp, path)
 
 
-@torch.no_grad()
 def evaluate(model: Model, batches: BatchIterator, device: torch.device, desc: str = "evaluate") -> dict[str, float]:
     """Metrics of ``model`` over every batch (mean loss included when the data has labels)."""
+    return evaluate_counted(model, batches, device, desc)[0]
+
+
+@torch.no_grad()
+def evaluate_counted(model: Model, batches: BatchIterator, device: torch.device,
+                     desc: str = "evaluate") -> tuple[dict[str, float], int]:
+    """(``evaluate``'s metrics, the number of instances the model scored)."""
     model.eval()
     model.get_metrics(reset=True)
-    total_loss, n_batches = 0.0, 0
-    for _, batch in progress(batches.epoch(0), total=batches.num_batches(0), desc=desc):
+    total_loss, n_batches, scored = 0.0, 0, 0
+    for chunk, batch in progress(batches.epoch(0), total=batches.num_batches(0), desc=desc):
         out = model(**move_to(batch, device))
+        scored += len(chunk)
         if "loss" in out:
             total_loss += float(out["loss"])
             n_batches += 1
     metrics = dict(model.get_metrics(reset=True))
     if n_batches:
         metrics["loss"] = total_loss / n_batches
-    return metrics
+    return metrics, scored
 
 
 class Trainer:
@@ -258,6 +265,11 @@ class Trainer:
     def finished(self) -> bool:
         return self.config.finished(self.epoch, self.bad_epochs)
 
+    @property
+    def seconds(self) -> float:
+        """Training seconds of the whole run so far (earlier calls of a resumed run included)."""
+        return self.seconds_before + time.time() - self._started
+
     # checkpoints ----------------------------------------------------------
     def _state(self) -> dict:
         return {
@@ -267,7 +279,7 @@ class Trainer:
             "moving_average": self.average.state_dict() if self.average else None,
             "epoch": self.epoch, "best": self.best, "best_epoch": self.best_epoch,
             "bad_epochs": self.bad_epochs, "history": self.history, "rng": rng_state(),
-            "seconds": self.seconds_before + time.time() - self._started,
+            "seconds": self.seconds,
         }
 
     def restore(self, path: Path) -> None:
@@ -321,7 +333,7 @@ class Trainer:
             if stop_after_epoch is not None and self.epoch >= stop_after_epoch:
                 break
         return {"best_epoch": self.best_epoch, f"best_validation_{self.metric_name}": self.best,
-                "epochs_completed": self.epoch, "training_seconds": self.seconds_before + time.time() - self._started,
+                "epochs_completed": self.epoch, "training_seconds": self.seconds,
                 "history": self.history}
 
     def _train_epoch(self, epoch: int) -> dict[str, float]:

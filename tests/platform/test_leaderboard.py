@@ -177,3 +177,8 @@ def test_a_classifier_run_carries_its_confusion_matrix(tmp_path):
         assert png.format == "PNG" and png.size == (550, 400)
     samples = json.loads(open(client.download_artifacts(run.info.run_id, "sample_predictions.json", str(tmp_path))).read())
     assert len(samples) == 20 and all(s["label"] in ("0", "1") and s["gold_label"] in ("0", "1") for s in samples)
+    # a backbone-only model: the encoder column names its backbone
+    from multigrain.platform.leaderboard import leaderboard
+
+    assert run.data.tags["encoder"] == "char_transformer"
+    assert [row["encoder"] for row in leaderboard("cls/tiny", uri)] == ["char_transformer"]

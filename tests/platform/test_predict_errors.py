@@ -71,7 +71,7 @@ def test_a_bad_line_leaves_no_output_file(run_dir, tmp_path):
 
 def test_evaluate_says_how_many_examples_it_scored(run_dir):
     out = run_cli("evaluate", run_dir, run_dir.parent / "train.bmes")
-    assert out.returncode == 0 and "train.bmes: 12 examples scored" in out.stderr
+    assert out.returncode == 0 and "train.bmes: 12 instances read with the test reader (resume_ner), 12 scored" in out.stderr
     assert json.loads(out.stdout)["f1"] >= 0.0
 
 

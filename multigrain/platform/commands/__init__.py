@@ -19,12 +19,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="multigrain",
                                      description="Chinese multi-granularity NLP: train, evaluate and rank "
                                                  "lattice models from Jsonnet specs.")
-    parser.add_argument("--include-package", action="append", default=[], metavar="MODULE",
-                        help="import a local module that registers components")
+    parser.add_argument("--include-package", action="append", default=[], metavar="MODULE", help=INCLUDE_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"{__name__}.{name}").register(sub)
+    for command in set(sub.choices.values()):  # the flag also after the command (several allowed)
+        command.add_argument("--include-package", action="append", default=[], metavar="MODULE",
+                             dest="include_package_after", help=INCLUDE_HELP)
     return parser
+
+
+INCLUDE_HELP = ("import a module (a file or package in the working directory, or on sys.path) that registers "
+                "components; a run records the plugin modules its spec needs, so evaluate/predict/serve of it "
+                "need no flag")
 
 
 def main(argv=None) -> int:
@@ -35,14 +42,16 @@ def main(argv=None) -> int:
         return 0
     from multigrain.platform.errors import MultigrainError
 
+    args.include_package = [*args.include_package, *getattr(args, "include_package_after", [])]
+    _plain_warnings()
     try:
         if args.include_package:
             import os
 
-            from multigrain.platform.registry import import_package
+            from multigrain.platform.plugins import include
 
             for name in args.include_package:
-                import_package(name, search_dir=os.getcwd())
+                include(name, search_dir=os.getcwd())
         return args.func(args) or 0
     except MultigrainError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -50,3 +59,18 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _plain_warnings() -> None:
+    """Our own warnings (a changed plugin module) as one ``warning: ...`` line, not Python's
+    ``file:line: Category: ...`` with a source line."""
+    import warnings
+
+    default = warnings.formatwarning
+
+    def formatwarning(message, category, filename, lineno, line=None):
+        if getattr(category, "__module__", "").startswith("multigrain."):
+            return f"warning: {message}\n"
+        return default(message, category, filename, lineno, line)
+
+    warnings.formatwarning = formatwarning

@@ -15,6 +15,14 @@ def add_spec_args(parser: argparse.ArgumentParser) -> None:
                         help="a folder the spec's imports may read besides its own folder and jsonnet_configs/")
 
 
+def add_reader_arg(parser: argparse.ArgumentParser) -> None:
+    """``--reader train|validation|test``: which of the spec's readers reads a data file."""
+    parser.add_argument("--reader", choices=("train", "validation", "test"), default="test",
+                        help="read the data with the spec's test_dataset_reader (default; it falls back to "
+                             "the validation reader, then the training reader), validation_dataset_reader or "
+                             "dataset_reader")
+
+
 def load_spec_args(args) -> dict:
     """The resolved spec named by ``add_spec_args``' arguments (not yet validated)."""
     from multigrain.platform.specs import load_spec, parse_ext_vars

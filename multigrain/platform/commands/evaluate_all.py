@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from multigrain.platform.commands.common import positive_int
+from multigrain.platform.commands.common import add_reader_arg, positive_int
 
 
 def register(subparsers) -> None:
@@ -20,6 +20,7 @@ def register(subparsers) -> None:
     p.add_argument("--num-cpus", type=float, default=1.0)
     p.add_argument("--num-gpus", type=float, help="GPUs per actor (default 1 when the cluster has GPUs)")
     p.add_argument("--batch-size", type=positive_int, help="default: each spec's data_loader.eval_batch_size")
+    add_reader_arg(p)
     p.add_argument("--address")
     p.add_argument("--tracking-uri")
     p.add_argument("--no-tracking", action="store_true", help="print only; log nothing to MLflow")
@@ -42,7 +43,7 @@ def cmd_evaluate_all(args) -> int:
     started = connect(args.address, loopback=args.address in (None, "", "local"))
     try:
         rows = evaluate_all(args.run_dirs, args.data, actors=args.actors, num_cpus=args.num_cpus,
-                            num_gpus=args.num_gpus, batch_size=args.batch_size)
+                            num_gpus=args.num_gpus, batch_size=args.batch_size, reader=args.reader)
     finally:
         if started:
             ray.shutdown()

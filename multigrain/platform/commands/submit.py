@@ -54,7 +54,7 @@ def cmd_submit(args) -> int:
     sid, created, status = submit_job(args.address, spec, spec_stem(args.spec), runtime_env=runtime_env,
                                       run_dir=args.serialization_dir, tracking_uri=args.tracking_uri,
                                       num_cpus=args.num_cpus, num_gpus=num_gpus, retry_failed=args.retry_failed,
-                                      cwd=args.cwd)
+                                      cwd=args.cwd, include_packages=tuple(args.include_package))
     digest = spec_hash(spec)
     if created:
         print(f"submitted {sid} (spec hash {digest[:12]})", flush=True)

@@ -25,9 +25,10 @@ class ArchiveEvaluator:
         return os.getpid()
 
     def evaluate(self, run_dir: str, data_path: str, batch_size: Optional[int] = None,
-                 test_set: Optional[str] = None) -> dict:
-        """Metrics of ``run_dir``'s best weights on ``data_path`` (or on its spec's test set
-        ``test_set``); batches of the spec's ``eval_batch_size`` unless ``batch_size``."""
+                 test_set: Optional[str] = None, reader: str = "test") -> dict:
+        """Metrics of ``run_dir``'s best weights on ``data_path`` read with the spec's ``reader``
+        (``multigrain evaluate``'s choice), or on its spec's test set ``test_set``; batches of the
+        spec's ``eval_batch_size`` unless ``batch_size``."""
         from multigrain.platform.runs import Run
         from multigrain.platform.test_sets import evaluate_named, tracking_tags
 
@@ -38,12 +39,12 @@ class ArchiveEvaluator:
                 self.runs[run_dir] = (run, run.load_archive())
             run, archive = self.runs[run_dir]
             if test_set is None:
-                metrics, examples = run.evaluate(data_path, batch_size, archive=archive)
+                metrics, examples = run.evaluate(data_path, batch_size, archive=archive, reader=reader)
             else:
                 metrics, examples, data_path = evaluate_named(run, test_set, archive, batch_size)
         except MultigrainError as e:
             raise RemoteError(str(e)) from None
-        row = {"run_dir": run_dir, "data": data_path, "examples": examples, "metrics": metrics,
+        row = {"run_dir": run_dir, "data": data_path, "reader": reader, "examples": examples, "metrics": metrics,
                "leaderboard_metric": getattr(archive.model, "leaderboard_metric", None), "pid": os.getpid(),
                "tracking_tags": tracking_tags(archive.model)}
         if test_set is not None:
@@ -88,10 +89,12 @@ def evaluator_pool(n: int, num_cpus: float = 1.0, num_gpus: float = 0.0, max_res
 
 
 def evaluate_all(run_dirs: list[str], data_paths: list[str], actors: Optional[int] = None, num_cpus: float = 1.0,
-                 num_gpus: Optional[float] = None, max_restarts: int = 2, batch_size: Optional[int] = None) -> list[dict]:
-    """Every archive on every data file, over a pool of evaluator actors (each archive always
-    goes to the same actor, which loads it once). A ``data_paths`` entry that is no file but the
-    name of a test set of the specs (``test_sets``) evaluates that set. Rows with an ``error`` failed."""
+                 num_gpus: Optional[float] = None, max_restarts: int = 2, batch_size: Optional[int] = None,
+                 reader: str = "test") -> list[dict]:
+    """Every archive on every data file read with each spec's ``reader`` (train, validation or
+    test), over a pool of evaluator actors (each archive always goes to the same actor, which
+    loads it once). A ``data_paths`` entry that is no file but the name of a test set of the specs
+    (``test_sets``) evaluates that set. Rows with an ``error`` failed; ``examples``: the instances scored."""
     import ray
     from ray.exceptions import RayError
 
@@ -110,7 +113,7 @@ def evaluate_all(run_dirs: list[str], data_paths: list[str], actors: Optional[in
             if data in names:
                 ref = pool[i % n].evaluate.remote(run_dir, data, batch_size, test_set=data)
             else:
-                ref = pool[i % n].evaluate.remote(run_dir, str(Path(data).resolve()), batch_size)
+                ref = pool[i % n].evaluate.remote(run_dir, str(Path(data).resolve()), batch_size, reader=reader)
             jobs[ref] = (run_dir, data)
     rows = []
     try:

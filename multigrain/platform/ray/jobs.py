@@ -57,11 +57,12 @@ def submission_id(digest: str) -> str:
 
 
 def job_entrypoint(spec: dict, name: str, run_dir: Optional[str] = None, tracking_uri: Optional[str] = None,
-                   cwd: Optional[str] = None) -> str:
+                   cwd: Optional[str] = None, include_packages: tuple = ()) -> str:
     """The job's shell command: (``cd`` to ``cwd``,) write the resolved spec - shipped inline as
     ASCII JSON - under ``.multigrain/jobs/``, then ``multigrain train`` it. Relative paths in the
     spec (data, run dir) are relative to that directory: ``cwd``, else the runtime env's
-    ``working_dir``, else where the cluster runs job drivers."""
+    ``working_dir``, else where the cluster runs job drivers; so are ``include_packages``
+    (``--include-package``: the modules must be there too)."""
     from multigrain.platform.specs import spec_hash
 
     digest = spec_hash(spec)
@@ -71,6 +72,8 @@ def job_entrypoint(spec: dict, name: str, run_dir: Optional[str] = None, trackin
     train = ["multigrain", "train", spec_file, "-s", run_dir]
     if tracking_uri:
         train += ["--tracking-uri", tracking_uri]
+    for package in include_packages:
+        train += ["--include-package", package]
     prefix = ""
     if cwd:
         home, _, rest = cwd.partition("/") if cwd.startswith("~") else ("", "", cwd)
@@ -87,7 +90,8 @@ def _status_text(status) -> str:
 
 def submit_job(address: str, spec: dict, name: str, runtime_env: Optional[dict] = None,
                run_dir: Optional[str] = None, tracking_uri: Optional[str] = None, num_cpus: float = 1,
-               num_gpus: float = 0, retry_failed: bool = False, cwd: Optional[str] = None) -> tuple[str, bool, str]:
+               num_gpus: float = 0, retry_failed: bool = False, cwd: Optional[str] = None,
+               include_packages: tuple = ()) -> tuple[str, bool, str]:
     """Submit ``multigrain train`` of a resolved spec; the submission id is derived from the
     spec hash, so a second submission finds the first job instead of starting another.
     Returns (submission id, whether a job was started now, its status)."""
@@ -98,7 +102,8 @@ def submit_job(address: str, spec: dict, name: str, runtime_env: Optional[dict] 
     sid = submission_id(digest)
     runtime_env = dict(runtime_env or {})
     runtime_env["env_vars"] = {"MULTIGRAIN_QUIET": "1", **(runtime_env.get("env_vars") or {})}  # no progress bars
-    kwargs = dict(entrypoint=job_entrypoint(spec, name, run_dir, tracking_uri, cwd), submission_id=sid,
+    kwargs = dict(entrypoint=job_entrypoint(spec, name, run_dir, tracking_uri, cwd, tuple(include_packages)),
+                  submission_id=sid,
                   runtime_env=runtime_env, metadata={"spec_hash": digest, "spec": name},
                   entrypoint_num_cpus=num_cpus, entrypoint_num_gpus=num_gpus or None)
     try:

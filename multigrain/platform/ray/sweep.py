@@ -261,7 +261,8 @@ def run_trial(spec: dict, run_dir: str | Path, on_epoch: Optional[Callable] = No
     one (a retried task), start over when it left only a partial directory."""
     from multigrain.platform.runs import Run
 
-    return Run(spec, run_dir).train_or_reuse(on_epoch=on_epoch, extend_siblings=False)
+    # no epoch lines: Ray would forward every trial's to the driver, under its live table
+    return Run(spec, run_dir).train_or_reuse(on_epoch=on_epoch, extend_siblings=False, epoch_lines=False)
 
 
 class SweepMonitor:
@@ -293,11 +294,11 @@ def _trial_task(spec: dict, run_dir: str, index: int, monitor, cwd: str, hide_gp
     gpu_ids = [str(g) for g in ray.get_gpu_ids()]
     if hide_gpus and not gpu_ids:
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
-    if include_packages:
-        from multigrain.platform.registry import import_package
+    if include_packages:  # found in the driver's working directory, as the driver found them
+        from multigrain.platform.plugins import include
 
         for name in include_packages:
-            import_package(name)
+            include(name, search_dir=cwd)
     node = ray.get_runtime_context().get_node_id()
     monitor.started.remote(index, os.getpid(), node, gpu_ids)
     from multigrain.platform.runs import trainer_settings
