@@ -66,6 +66,20 @@ def detect_scheme(labels: list[str]) -> str:
     return "BIO"
 
 
+def in_scheme(tag: str, scheme: str) -> bool:
+    """Whether ``tag`` is ``O`` or a prefix of ``scheme`` followed by a type (``M-PER`` is not BIO)."""
+    check_scheme(scheme)
+    try:
+        return _scheme_parse(tag, scheme)[0] != "?"
+    except ConfigurationError:
+        return False
+
+
+def scheme_prefixes(scheme: str) -> str:
+    """The prefixes ``scheme`` writes, e.g. ``"BI"`` for BIO."""
+    return _PREFIXES[check_scheme(scheme)]
+
+
 def _scheme_parse(tag: str, scheme: str) -> tuple[str, Optional[str]]:
     """Like :func:`parse_tag` but the inside prefix is normalised to ``"I"``; a prefix the
     scheme lacks comes back as ``"?"``."""
