@@ -59,8 +59,8 @@ class ThucNewsTitlesReader(TextClassificationReader):
     that file is present, else the ids. Only dev.txt and test.txt (10,000 each, 1,000 per class)
     are shipped, so ``split="train"``/``"dev"`` cut a training set out of a file
     deterministically (the ``split`` option every reader has, ``readers/base.py``): a headline is
-    dev when ``zlib.crc32(headline.encode()) % 1000 < dev_fraction * 1000``. With the default ``dev_fraction=0.1`` on ``dev.txt``: train 8,993 /
-    dev 1,007 headlines (use test.txt, all of it, as the test set).
+    dev when ``zlib.crc32(headline.encode()) % 1000 < dev_fraction * 1000``. With the default
+    ``dev_fraction=0.1`` on ``dev.txt``: train 8,993 / dev 1,007 headlines (use test.txt, all of it, as the test set).
     """
 
     def _read(self, path: str) -> Iterator[Instance]:

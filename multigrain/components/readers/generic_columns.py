@@ -26,8 +26,7 @@ from typing import Iterator, Literal, Optional
 
 from multigrain.components.readers.files import read_lines, shorten
 from multigrain.components.readers.ner import CharTagReader
-from multigrain.components.tag_schemes import (check_scheme, ill_formed_positions, in_scheme, parse_tag,
-                                               scheme_prefixes)
+from multigrain.components.tag_schemes import check_scheme, ill_formed_positions, in_scheme, parse_tag, scheme_prefixes
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import ConfigurationError, DataError
 from multigrain.platform.kinds import Reader

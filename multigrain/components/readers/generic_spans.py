@@ -130,7 +130,8 @@ class JsonlSpansReader(FileReader):
             items = []
             for label, mentions in value.items():
                 if not isinstance(mentions, dict):
-                    raise DataError(path, number, f"{field}.{label}: expected an object mention -> [[start, end], ...], "
+                    raise DataError(path, number, f"{field}.{label}: expected an object mention -> "
+                                                  f"[[start, end], ...], "
                                                   f"found {_kind(mentions)}")
                 for mention, places in mentions.items():
                     if not isinstance(places, list) or not all(isinstance(p, list) and len(p) == 2 for p in places):

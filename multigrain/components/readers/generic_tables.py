@@ -51,7 +51,8 @@ class TableReader(PairReader, TextClassificationReader):
         if format not in ("tsv", "csv", "jsonl"):
             raise ConfigurationError(f"format must be 'tsv', 'csv' or 'jsonl', got {format!r}")
         if len(text_columns) not in (1, 2):
-            raise ConfigurationError(f"text_columns: one column (classification) or two (pairs), got {len(text_columns)}")
+            raise ConfigurationError(f"text_columns: one column (classification) or two (pairs), "
+                                     f"got {len(text_columns)}")
         columns = [*text_columns, *([] if label_column is None else [label_column])]
         if len(set(map(str, columns))) != len(columns):
             raise ConfigurationError(f"text_columns and label_column name one column twice: {columns}")
@@ -62,7 +63,7 @@ class TableReader(PairReader, TextClassificationReader):
                 raise ConfigurationError(f"column {column}: JSON lines name their columns (keys), not numbers")
             if isinstance(column, str) and not header and format != "jsonl":
                 raise ConfigurationError(f"column {column!r}: header is false, so columns are numbers (0-based)")
-        if delimiter is not None and (len(delimiter) == 0 or format == "jsonl" or (format == "csv" and len(delimiter) != 1)):
+        if delimiter is not None and (not delimiter or format == "jsonl" or (format == "csv" and len(delimiter) != 1)):
             raise ConfigurationError(f"delimiter {delimiter!r}: one or more characters for tsv, one for csv, none "
                                      f"for jsonl")
         self.text_columns = list(text_columns)
@@ -82,7 +83,8 @@ class TableReader(PairReader, TextClassificationReader):
             texts = [self._cell(path, number, row, column, "text") for column in self.text_columns]
             label = None if self.label_column is None else self._label(path, number, row)
             if len(texts) == 2:
-                yield self._pair(path, number, texts[0], texts[1], label, what=tuple(f"column {c!r}" for c in self.text_columns))
+                what = tuple(f"column {c!r}" for c in self.text_columns)
+                yield self._pair(path, number, texts[0], texts[1], label, what=what)
             elif label is None:
                 yield self._unlabelled(path, number, texts[0])
             else:

@@ -130,6 +130,7 @@ def test_bad_utf8_empty_file_and_options(tmp_path):
     assert e.line == 3 and "not valid UTF-8" in str(e)
     assert "empty file" in str(error(write(tmp_path, "", "empty.conll")))
     assert "no examples" in str(error(write(tmp_path, "-DOCSTART- O\n\n", "doc.conll")))
-    for options in ({"scheme": "IO"}, {"delimiter": ""}, {"multi_char_tokens": "drop"}, {"token_column": 1, "tag_column": 1}):
+    bad_options = ({"scheme": "IO"}, {"delimiter": ""}, {"multi_char_tokens": "drop"}, {"token_column": 1, "tag_column": 1})
+    for options in bad_options:
         with pytest.raises(ConfigurationError):
             ConllReader(**options)

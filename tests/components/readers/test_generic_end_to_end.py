@@ -50,7 +50,8 @@ def train(tmp_path, name: str, template: str, data: str) -> dict:
 def test_generic_readers_train_a_tagger_and_a_pair_classifier_through_the_cli(tmp_path):
     ner = train(tmp_path, "ner", NER_SPEC, write_ner(tmp_path / "people.jsonl", ner_records(24)))
     config = json.loads((tmp_path / "ner" / "config.json").read_text(encoding="utf-8"))
-    assert config["dataset"] == "tiny_people" and config["test_dataset_reader"] == {"type": "jsonl_spans", "scheme": "BIOES"}
+    assert config["dataset"] == "tiny_people"
+    assert config["test_dataset_reader"] == {"type": "jsonl_spans", "scheme": "BIOES"}  # not the dev reader's split
     assert config["validation_dataset_reader"]["split"] == "dev"
     assert ner["task"] == "ner" and ner["test"]["f1"] >= 0.9, ner["test"]
 
