@@ -4,6 +4,7 @@ model through the CLI; each is scored on its own training file and must have lea
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 from tests.components.readers.generic_data import ner_records, pair_rows, write_ner, write_pairs
 from tests.conftest import ROOT, run_cli
@@ -48,14 +49,17 @@ def train(tmp_path, name: str, template: str, data: str) -> dict:
 
 
 def test_generic_readers_train_a_tagger_and_a_pair_classifier_through_the_cli(tmp_path):
-    ner = train(tmp_path, "ner", NER_SPEC, write_ner(tmp_path / "people.jsonl", ner_records(24)))
+    people = write_ner(tmp_path / "people.jsonl", ner_records(24))
+    questions = write_pairs(tmp_path / "questions.tsv", pair_rows())
+    with ThreadPoolExecutor(2) as pool:  # two independent trainings, side by side
+        ner, pairs = pool.map(train, [tmp_path] * 2, ["ner", "pairs"], [NER_SPEC, PAIR_SPEC], [people, questions])
+
     config = json.loads((tmp_path / "ner" / "config.json").read_text(encoding="utf-8"))
     assert config["dataset"] == "tiny_people"
     assert config["test_dataset_reader"] == {"type": "jsonl_spans", "scheme": "BIOES"}  # not the dev reader's split
     assert config["validation_dataset_reader"]["split"] == "dev"
     assert ner["task"] == "ner" and ner["test"]["f1"] >= 0.9, ner["test"]
 
-    pairs = train(tmp_path, "pairs", PAIR_SPEC, write_pairs(tmp_path / "questions.tsv", pair_rows()))
     assert pairs["task"] == "pair" and pairs["test"]["accuracy"] >= 0.9, pairs["test"]
     vocabulary = json.loads((tmp_path / "pairs" / "vocabulary" / "vocabulary.json").read_text(encoding="utf-8"))
     assert vocabulary["labels"] == ["other", "same"]  # the label_map's names

@@ -6,22 +6,23 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from concurrent.futures import ThreadPoolExecutor
 
 from tests.components.readers.generic_data import ner_records, pair_rows, write_ner, write_pairs
 from tests.conftest import ROOT, run_cli
 
 SECTION = "## Bring your own data"
-MARKED_BLOCK = re.compile(r"<!-- byod: (file (?P<path>\S+)|run) -->\n```[a-z]*\n(?P<body>.*?)```", re.S)
+MARKED_BLOCK = re.compile(r"<!-- byod: (?P<kind>file|sample|run) ?(?P<path>\S*) -->\n```[a-z]*\n(?P<body>.*?)```", re.S)
 
 
 def readme_steps() -> list[tuple[str, str, str]]:
-    """``("file", path, text)`` and ``("run", "", commands)`` in the order of the section."""
+    """``(kind, path, text)`` of the section's marked blocks, in order: ``file`` (written as is),
+    ``sample`` (the first lines of a data file the user writes), ``run`` (commands)."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     start = text.index(SECTION)
     end = text.find("\n## ", start + len(SECTION))
     section = text[start:end if end >= 0 else len(text)]
-    return [("file" if m.group("path") else "run", m.group("path") or "", m.group("body"))
-            for m in MARKED_BLOCK.finditer(section)]
+    return [(m.group("kind"), m.group("path"), m.group("body")) for m in MARKED_BLOCK.finditer(section)]
 
 
 def include_package_after_the_command() -> bool:
@@ -72,21 +73,36 @@ def write_user_data(root) -> dict[str, int]:
 def test_the_readme_section_runs_as_written(tmp_path):
     steps = readme_steps()
     kinds = [kind for kind, _, _ in steps]
-    assert kinds.count("file") == 4 and kinds.count("run") == 3, kinds
+    assert (kinds.count("file"), kinds.count("sample"), kinds.count("run")) == (4, 2, 3), kinds
     (tmp_path / "jsonnet_configs").symlink_to(ROOT / "jsonnet_configs")  # as in a clone of the repository
     counts = write_user_data(tmp_path)
     flag_after_command = include_package_after_the_command()
-    ran = []
+    blocks = []
     for kind, path, body in steps:
-        if kind == "file":
+        if kind == "sample":  # the README's lines open the file the test wrote (whose header they hold)
+            target = tmp_path / path
+            ours = target.read_text(encoding="utf-8")
+            target.write_text(body + (ours.split("\n", 1)[1] if path.endswith(".tsv") else ours), encoding="utf-8")
+            counts[path] += body.count("\n") - path.endswith(".tsv")
+        elif kind == "file":
             target = tmp_path / path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(body, encoding="utf-8")
-            continue
-        for command in [line for line in body.splitlines() if line.strip() and not line.startswith("#")]:
+        else:
+            blocks.append([line for line in body.splitlines() if line.strip() and not line.startswith("#")])
+
+    def run_block(commands: list[str]) -> list:
+        """A block's commands in order; the blocks are independent (own specs and run
+        directories, one MLflow store) and run side by side, as users may."""
+        done = []
+        for command in commands:
             result = run_cli(*as_cli_args(command, flag_after_command), cwd=tmp_path, env={"OMP_NUM_THREADS": "1"})
             assert result.returncode == 0, f"{command}\n{result.stderr[-3000:]}"
-            ran.append((shlex.split(command), result))
+            done.append((shlex.split(command), result))
+        return done
+
+    with ThreadPoolExecutor(len(blocks)) as pool:
+        ran = [step for block in pool.map(run_block, blocks) for step in block]
     assert [words[1] for words, _ in ran] == ["train", "evaluate", "train", "evaluate", "train"]
 
     for words, result in ran:
