@@ -38,24 +38,44 @@ local data = '../shared/data';
     validation_metric: '+f1',
   },
 
-  // A complete NER spec for `dataset` with the given model section.
-  spec(dataset, model, trainer=$.trainer(), batch_size=32, lattice=null):: {
-    local d = $.datasets[dataset],
-    task: 'ner',
-    dataset: dataset,
-    dataset_reader: d.reader + (if lattice == null then {} else { lattice_builder: lattice }),
-    [if std.objectHas($.datasets[dataset], 'dev_reader') then 'validation_dataset_reader']:
-      d.dev_reader + (if lattice == null then {} else { lattice_builder: lattice }),
-    [if std.objectHas($.datasets[dataset], 'test_reader') then 'test_dataset_reader']:
-      d.test_reader + (if lattice == null then {} else { lattice_builder: lattice }),
-    train_data_path: d.train,
-    validation_data_path: d.dev,
-    test_data_path: d.test,
-    data_loader: { batch_size: batch_size },
-    model: model,
-    trainer: trainer,
-    seed: 13,
-  },
+  // A data set of your own, for `spec`: its name (the MLflow experiment is ner/<name>), the
+  // reader of its training file, its files (paths relative to where `multigrain` runs), and the
+  // readers of the validation and test files, which default to `reader` (not to each other).
+  // A `reader` that keeps a hash-bucket split (split: 'train') needs both given explicitly.
+  dataset(name, reader, train, validation, test=null, validation_reader=null, test_reader=null)::
+    local splits = std.objectHas(reader, 'split') && reader.split != 'all';
+    assert !splits || (validation_reader != null && (test == null || test_reader != null)) :
+      "ner.dataset('%s'): the reader keeps split '%s'; give validation_reader and test_reader too" % [name, reader.split];
+    {
+      name: name,
+      reader: reader,
+      dev_reader: if validation_reader == null then reader else validation_reader,
+      [if test != null then 'test_reader']: if test_reader == null then reader else test_reader,
+      train: train,
+      dev: validation,
+      [if test != null then 'test']: test,
+    },
+
+  // A complete NER spec for `dataset` (a name in `datasets`, or a `dataset(...)`) with the given
+  // model section.
+  spec(dataset, model, trainer=$.trainer(), batch_size=32, lattice=null)::
+    local d = if std.isString(dataset) then $.datasets[dataset] else dataset;
+    {
+      task: 'ner',
+      dataset: if std.isString(dataset) then dataset else d.name,
+      dataset_reader: d.reader + (if lattice == null then {} else { lattice_builder: lattice }),
+      [if std.objectHas(d, 'dev_reader') then 'validation_dataset_reader']:
+        d.dev_reader + (if lattice == null then {} else { lattice_builder: lattice }),
+      [if std.objectHas(d, 'test_reader') then 'test_dataset_reader']:
+        d.test_reader + (if lattice == null then {} else { lattice_builder: lattice }),
+      train_data_path: d.train,
+      validation_data_path: d.dev,
+      [if std.objectHas(d, 'test') then 'test_data_path']: d.test,
+      data_loader: { batch_size: batch_size },
+      model: model,
+      trainer: trainer,
+      seed: 13,
+    },
 
   bilstm_crf:: {
     type: 'tagger',

@@ -50,12 +50,14 @@ local ner = import 'ner.libsonnet';
   // hidden is 200 on MSRA, 80 on Weibo, 100 otherwise. Layers and FFN size are not stated: 2, 512.
   // Ablations (Fig. 4b): encoder.lattice=false (-LASA), encoder.porous=false (-PM), both.
   gru_hidden:: { msra: 200, weibo: 80, resume: 100 },
+  // a data set of your own (`ner.dataset(...)`) gets the "others" size and 30 epochs
+  gru_size(dataset):: if std.isString(dataset) then $.gru_hidden[dataset] else 100,
   plte(dataset):: {
     type: 'tagger',
     embedder: $.lattice_embedder(128),
     encoder: { type: 'plte', hidden_size: 128, num_layers: 2, num_heads: 6, head_dim: 22, ffn_dim: 512,
                dropout: 0.3, lattice: true, porous: true, pivot: 'mean' },
-    head: { type: 'bigru_crf', embedder_dim: 128, hidden_size: $.gru_hidden[dataset], dropout: 0.5 },
+    head: { type: 'bigru_crf', embedder_dim: 128, hidden_size: $.gru_size(dataset), dropout: 0.5 },
   },
 
   // BiG-Transformer (Shu et al. 2020): 8 heads for NER (Table I), CRF head; bipartite attention of
@@ -90,6 +92,7 @@ local ner = import 'ner.libsonnet';
 
   // Trainers ---------------------------------------------------------------------------------
   epochs:: { resume: 30, weibo: 30, msra: 10 },
+  epochs_of(dataset):: if std.isString(dataset) then $.epochs[dataset] else 30,
   // SGD with lr_t = lr / (1 + 0.05 epoch) and L2 1e-8, gradients clipped at 5: the Lattice LSTM
   // code base PLTE builds on. PLTE's "weight decay of 0.05" is that code's lr_decay (an L2 of
   // 0.05 would erase embeddings trained from scratch); eq. 7's L2 weight is its HP_l2 = 1e-8.
@@ -103,21 +106,21 @@ local ner = import 'ner.libsonnet';
   },
   trainers:: {
     // Adam for the models the papers trained on BERT (no SGD setting to copy)
-    bilstm_crf(d):: ner.trainer(epochs=$.epochs[d], lr=2e-3),
-    transformer(d):: ner.trainer(epochs=$.epochs[d], lr=1e-3),
-    star(d):: ner.trainer(epochs=$.epochs[d], lr=1e-3),
-    big(d):: ner.trainer(epochs=$.epochs[d], lr=1e-3),
-    bilstm_big(d):: ner.trainer(epochs=$.epochs[d], lr=1e-3),
+    bilstm_crf(d):: ner.trainer(epochs=$.epochs_of(d), lr=2e-3),
+    transformer(d):: ner.trainer(epochs=$.epochs_of(d), lr=1e-3),
+    star(d):: ner.trainer(epochs=$.epochs_of(d), lr=1e-3),
+    big(d):: ner.trainer(epochs=$.epochs_of(d), lr=1e-3),
+    bilstm_big(d):: ner.trainer(epochs=$.epochs_of(d), lr=1e-3),
     // PLTE: Adam, warmed up over 5% of the steps, then decayed linearly to 0 (the paper's SGD
     // rate decays too), patience 8. The paper's SGD (lr 0.045, decay 0.05, §5.1.3) is the spec
     // <dataset>_plte_sgd; it needs word2vec vectors to move at all (benchmarks/RESULTS.md,
     // "Trainer choices").
-    plte(d):: ner.trainer(epochs=$.epochs[d], lr=1e-3) +
+    plte(d):: ner.trainer(epochs=$.epochs_of(d), lr=1e-3) +
               { scheduler: { type: 'linear_warmup', warmup_fraction: 0.05 }, patience: 8 },
-    plte_sgd(d):: $.sgd(0.045, $.epochs[d]),
+    plte_sgd(d):: $.sgd(0.045, $.epochs_of(d)),
     // Lattice LSTM: SGD lr 0.015 at batch size 1 (per-sentence loss); our loss is the batch mean,
     // so with batches of 8 the rate is scaled linearly to 0.12 (benchmarks/RESULTS.md, "Trainer choices")
-    lattice_lstm(d):: $.sgd(0.12, $.epochs[d]),
+    lattice_lstm(d):: $.sgd(0.12, $.epochs_of(d)),
   },
   batch_size:: { bilstm_crf: 32, transformer: 32, star: 32, big: 16, bilstm_big: 16, plte: 16, plte_sgd: 16, lattice_lstm: 8 },
   lattice_models:: ['lattice_lstm', 'plte', 'plte_sgd', 'big', 'bilstm_big'],
@@ -143,7 +146,7 @@ local ner = import 'ner.libsonnet';
       vocabulary+: { pretrained_files: { [ns]: $.vector_files(dir)[ns] for ns in namespaces } },
     },
 
-  // The whole spec of `name` on `dataset`. MSRA has sentences of up to ~1,500 characters: its
+  // The whole spec of `name` on `dataset` (a name, or a `ner.dataset(...)` of your own). MSRA has sentences of up to ~1,500 characters: its
   // training batches are capped at 6,000 characters and evaluation batches at 8 sentences.
   spec(dataset, name)::
     local s = ner.spec(dataset, $[name](dataset), trainer=$.trainers[name](dataset), batch_size=$.batch_size[name],

@@ -52,6 +52,33 @@ local data = '../shared/data';
     },
   },
 
+  // A data set of your own, for `spec`: task 'cls' (one text), 'pair' (two texts) or 'mrc'
+  // (SQuAD-style questions); its name (the MLflow experiment is <task>/<name>); the reader of
+  // its training file; its files (paths relative to where `multigrain` runs); the readers of the
+  // validation and test files, which default to `reader` (not to each other; a `reader` that
+  // keeps a hash-bucket split needs both given); the labels (null: those of the training file)
+  // and the longest packed input.
+  dataset(task, name, reader, train, validation, test=null, validation_reader=null, test_reader=null,
+          labels=null, max_length=128)::
+    local models = { cls: 'classifier', pair: 'pair_classifier', mrc: 'span_reader' };
+    local splits = std.objectHas(reader, 'split') && reader.split != 'all';
+    assert std.objectHas(models, task) : "sentence.dataset: task must be 'cls', 'pair' or 'mrc', got '%s'" % task;
+    assert !splits || (validation_reader != null && (test == null || test_reader != null)) :
+      "sentence.dataset('%s'): the reader keeps split '%s'; give validation_reader and test_reader too" % [name, reader.split];
+    {
+      task: task,
+      name: name,
+      model: models[task],
+      max_length: max_length,
+      [if labels != null then 'labels']: labels,
+      reader: reader,
+      dev_reader: if validation_reader == null then reader else validation_reader,
+      [if test != null then 'test_reader']: if test_reader == null then reader else test_reader,
+      train: train,
+      dev: validation,
+      [if test != null then 'test']: test,
+    },
+
   // Lattice builders --------------------------------------------------------------------------
   segmenters:: ['jieba', 'snownlp', 'lac'],
   // MWA: one segmentation per segmenter (seg_ids [3, n]), as the paper's three CWS tools
@@ -94,7 +121,7 @@ local data = '../shared/data';
     [if variant == 'big' then 'encoder' else null]: { type: 'big' },
     [if variant != 'big' && variant != 'backbone' then 'encoder' else null]: layer,
     head: $.head(d, variant),
-    [if d.task != 'mrc' then 'labels' else null]: d.labels,
+    [if d.task != 'mrc' && std.objectHas(d, 'labels') then 'labels' else null]: d.labels,
     [if d.task == 'mrc' then 'max_query_length' else null]: 64,
     [if d.task == 'mrc' then 'doc_stride' else null]: 128,
   },
@@ -138,9 +165,11 @@ local data = '../shared/data';
               + (if variant == 'backbone' then {} else { encoder+: { num_heads: 8 } }),
     },
 
-  // A complete spec: dataset name x variant (backbone | mwa | hrmf | big).
+  // A complete spec: dataset (a name in `datasets`, or a `dataset(...)`) x variant
+  // (backbone | mwa | hrmf | big). A dataset's `test_reader` reads the test file (by default
+  // the platform reads it with the validation reader).
   spec(dataset, variant, epochs=10, lr=5e-4, batch_size=32, patience=3)::
-    local d = $.datasets[dataset];
+    local d = if std.isString(dataset) then $.datasets[dataset] else dataset;
     local lattice = $.lattices[variant];
     local with_lattice(reader) = reader + (if lattice == null then {} else { lattice_builder: lattice });
     {
@@ -148,9 +177,10 @@ local data = '../shared/data';
     dataset: d.name,
     dataset_reader: with_lattice(d.reader),
     [if std.objectHas(d, 'dev_reader') then 'validation_dataset_reader']: with_lattice(d.dev_reader),
+    [if std.objectHas(d, 'test_reader') then 'test_dataset_reader']: with_lattice(d.test_reader),
     train_data_path: d.train,
     validation_data_path: d.dev,
-    test_data_path: d.test,
+    [if std.objectHas(d, 'test') then 'test_data_path']: d.test,
     data_loader: { batch_size: batch_size },
     model: $.model(d, variant),
     trainer: $.trainer(epochs, lr, if d.task == 'mrc' then '+f1' else '+accuracy', patience),

@@ -66,6 +66,20 @@ def detect_scheme(labels: list[str]) -> str:
     return "BIO"
 
 
+def in_scheme(tag: str, scheme: str) -> bool:
+    """Whether ``tag`` is ``O`` or a prefix of ``scheme`` followed by a type (``M-PER`` is not BIO)."""
+    check_scheme(scheme)
+    try:
+        return _scheme_parse(tag, scheme)[0] != "?"
+    except ConfigurationError:
+        return False
+
+
+def scheme_prefixes(scheme: str) -> str:
+    """The prefixes ``scheme`` writes, e.g. ``"BI"`` for BIO."""
+    return _PREFIXES[check_scheme(scheme)]
+
+
 def _scheme_parse(tag: str, scheme: str) -> tuple[str, Optional[str]]:
     """Like :func:`parse_tag` but the inside prefix is normalised to ``"I"``; a prefix the
     scheme lacks comes back as ``"?"``."""
@@ -163,3 +177,26 @@ def extract_spans(tags: list[str], scheme: str) -> list[tuple[str, int, int]]:
         else:
             i += 1
     return spans
+
+
+def spans_to_tags(n: int, spans: list[tuple[str, int, int]], scheme: str) -> list[str]:
+    """The tags of ``n`` tokens holding the entities ``(type, start, end)`` (``end`` inclusive,
+    no two overlapping) in ``scheme``; the inverse of :func:`extract_spans`. A one-token entity
+    is ``S-x`` in BIOES/BMES and ``B-x`` in BIO; a longer one ``B-x`` then the inside prefix
+    (``I-``/``M-``), the last token ``E-x`` in BIOES/BMES."""
+    check_scheme(scheme)
+    inside = _INSIDE[scheme]
+    tags = ["O"] * n
+    for type_, start, end in spans:
+        if not 0 <= start <= end < n:
+            raise ValueError(f"entity ({type_!r}, {start}, {end}) outside 0..{n - 1}")
+        if any(tag != "O" for tag in tags[start:end + 1]):
+            raise ValueError(f"entity ({type_!r}, {start}, {end}) overlaps another one")
+        if scheme != "BIO" and start == end:
+            tags[start] = "S-" + type_
+            continue
+        tags[start] = "B-" + type_
+        tags[start + 1:end + 1] = [f"{inside}-{type_}"] * (end - start)
+        if scheme != "BIO":
+            tags[end] = "E-" + type_
+    return tags

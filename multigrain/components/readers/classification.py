@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator, Literal, Optional
+from typing import Iterator, Optional
 
-from multigrain.components.readers.files import in_fraction, read_lines, read_text, shorten
+from multigrain.components.readers.files import read_lines, read_text, shorten
 from multigrain.components.readers.sentence import SentenceReader
 from multigrain.components.text import split_chars
 from multigrain.platform.data import Instance
-from multigrain.platform.errors import ConfigurationError, DataError
+from multigrain.platform.errors import DataError
 from multigrain.platform.kinds import Reader
 
 
@@ -58,22 +58,10 @@ class ThucNewsTitlesReader(TextClassificationReader):
     Labels are the class names of ``class.txt`` in the same folder (line i names id i) when
     that file is present, else the ids. Only dev.txt and test.txt (10,000 each, 1,000 per class)
     are shipped, so ``split="train"``/``"dev"`` cut a training set out of a file
-    deterministically: a headline is dev when ``zlib.crc32(headline.encode()) % 1000 <
-    dev_fraction * 1000``. With the default ``dev_fraction=0.1`` on ``dev.txt``: train 8,993 /
-    dev 1,007 headlines (use test.txt, all of it, as the test set).
+    deterministically (the ``split`` option every reader has, ``readers/base.py``): a headline is
+    dev when ``zlib.crc32(headline.encode()) % 1000 < dev_fraction * 1000``. With the default
+    ``dev_fraction=0.1`` on ``dev.txt``: train 8,993 / dev 1,007 headlines (use test.txt, all of it, as the test set).
     """
-
-    def __init__(self, split: Literal["all", "train", "dev"] = "all", dev_fraction: float = 0.1, **kwargs):
-        super().__init__(**kwargs)
-        if split not in ("all", "train", "dev"):
-            raise ConfigurationError(f"split must be 'all', 'train' or 'dev', got {split!r}")
-        self.split = split
-        self.dev_fraction = dev_fraction
-
-    def _include(self, instance: Instance) -> bool:
-        if self.split == "all":
-            return True
-        return in_fraction(instance["text"], 0.0, self.dev_fraction) == (self.split == "dev")
 
     def _read(self, path: str) -> Iterator[Instance]:
         names = self._class_names(path)

@@ -57,7 +57,12 @@ def key_lines(text: str, keys: set[str]) -> dict[str, list[int]]:
 
 
 class SquadReader(SentenceReader):
+    """SQuAD v1-style JSON (``{"data": [{"paragraphs": [{"context", "qas": [{"id", "question",
+    "answers": [{"text", "answer_start"}]}]}]}]}``), see the module docstring. ``split`` keys
+    on the context, so the questions of one paragraph stay in one split."""
+
     lattice_fields = {"context_chars": "lattice"}
+    split_key_fields = ("context_chars",)
 
     def __init__(
         self,
@@ -194,6 +199,14 @@ def _describe(obj: Any) -> str:
     if isinstance(obj, dict):
         return "object with keys " + ", ".join(sorted(map(str, obj))[:6])
     return type(obj).__name__
+
+
+@Reader.register("squad")
+class SquadFormatReader(SquadReader):
+    """Any SQuAD v1-style file (the generic name of the format: a new MRC data set needs no code).
+    Offsets ``answer_start`` count characters (Python code points) of the context; a question
+    with ``"answers": []`` is read (predicted, not scored). Options: ``on_bad_answer``,
+    ``on_empty_question``, ``keep_latin_words`` and every reader's ``split``."""
 
 
 @Reader.register("cmrc2018")

@@ -15,7 +15,7 @@ import warnings
 from typing import Iterator, Literal, Optional
 
 from multigrain.components.readers.base import FileReader
-from multigrain.components.readers.files import in_fraction, read_lines, shorten
+from multigrain.components.readers.files import read_lines, shorten
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import ConfigurationError, DataError
 from multigrain.platform.kinds import Reader
@@ -187,33 +187,16 @@ class MsraNerReader(CharTagReader):
     (2,169,879 chars). There is no official dev set: ``split="train"``/``"dev"`` cut one out of
     whatever file is read, deterministically, putting a sentence in dev when
     ``zlib.crc32(sentence.encode()) % 1000 < dev_fraction * 1000`` (identical sentences land
-    together). With the default ``dev_fraction=0.1`` on ``train1.txt``: train 41,641 / dev 4,723
-    sentences (on ``testright1.txt``: 3,901 / 464).
+    together; the ``split`` option every reader has, ``readers/base.py``). With the default
+    ``dev_fraction=0.1`` on ``train1.txt``: train 41,641 / dev 4,723 sentences (on
+    ``testright1.txt``: 3,901 / 464).
     """
 
-    def __init__(
-        self,
-        split: Literal["all", "train", "dev"] = "all",
-        dev_fraction: float = 0.1,
-        format: Literal["auto", "sighan", "char"] = "auto",
-        **kwargs,
-    ):
+    def __init__(self, format: Literal["auto", "sighan", "char"] = "auto", **kwargs):
         super().__init__(**kwargs)
-        if split not in ("all", "train", "dev"):
-            raise ConfigurationError(f"split must be 'all', 'train' or 'dev', got {split!r}")
-        if not 0.0 <= dev_fraction <= 1.0:
-            raise ConfigurationError(f"dev_fraction must be in [0, 1], got {dev_fraction}")
         if format not in ("auto", "sighan", "char"):
             raise ConfigurationError(f"format must be 'auto', 'sighan' or 'char', got {format!r}")
-        self.split = split
-        self.dev_fraction = dev_fraction
         self.format = format
-
-    def _include(self, instance: Instance) -> bool:
-        if self.split == "all":
-            return True
-        in_dev = in_fraction("".join(instance["chars"]), 0.0, self.dev_fraction)
-        return in_dev == (self.split == "dev")
 
     def _read(self, path: str) -> Iterator[Instance]:
         lines = read_lines(path)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import csv
-from typing import Iterator, Literal
+from typing import Iterator
 
-from multigrain.components.readers.files import in_fraction, read_lines, shorten, utf8_error
+from multigrain.components.readers.files import read_lines, shorten, utf8_error
 from multigrain.components.readers.sentence import SentenceReader
 from multigrain.components.text import split_chars
 from multigrain.platform.data import Instance
-from multigrain.platform.errors import ConfigurationError, DataError
+from multigrain.platform.errors import DataError
 from multigrain.platform.kinds import Reader
 
 
@@ -29,37 +29,17 @@ class TatoebaReader(TranslationReader):
     """Tatoeba cmn-eng: ``English TAB Chinese [TAB attribution]`` per line (a leading byte-order
     mark is dropped, blank lines skipped). Source = Chinese, one English reference.
 
-    29,155 pairs and no official split: ``split`` cuts one by the stable hash of the pair,
+    29,155 pairs and no official split: ``split`` (``readers/base.py``) cuts one by the stable hash of the pair,
     ``b = zlib.crc32(f"{english}\\t{chinese}".encode()) % 1000``: test when
     ``b < test_fraction*1000``, dev when below ``(test_fraction+dev_fraction)*1000``, else train.
     With the defaults (0.05 / 0.05): train 26,309 / dev 1,473 / test 1,373 pairs.
     """
 
-    def __init__(
-        self,
-        split: Literal["all", "train", "dev", "test"] = "all",
-        dev_fraction: float = 0.05,
-        test_fraction: float = 0.05,
-        **kwargs,
-    ):
-        super().__init__(**kwargs)
-        if split not in ("all", "train", "dev", "test"):
-            raise ConfigurationError(f"split must be 'all', 'train', 'dev' or 'test', got {split!r}")
-        if dev_fraction < 0 or test_fraction < 0 or dev_fraction + test_fraction > 1:
-            raise ConfigurationError("dev_fraction and test_fraction must be >= 0 and sum to at most 1")
-        self.split = split
-        self.dev_fraction = dev_fraction
-        self.test_fraction = test_fraction
+    def __init__(self, dev_fraction: float = 0.05, test_fraction: float = 0.05, **kwargs):
+        super().__init__(dev_fraction=dev_fraction, test_fraction=test_fraction, **kwargs)
 
-    def _include(self, instance: Instance) -> bool:
-        if self.split == "all":
-            return True
-        key = f"{instance['references'][0]}\t{instance['source']}"
-        if in_fraction(key, 0.0, self.test_fraction):
-            return self.split == "test"
-        if in_fraction(key, self.test_fraction, self.test_fraction + self.dev_fraction):
-            return self.split == "dev"
-        return self.split == "train"
+    def _split_key(self, instance: Instance) -> str:
+        return f"{instance['references'][0]}\t{instance['source']}"
 
     def _read(self, path: str) -> Iterator[Instance]:
         for number, line in read_lines(path):
