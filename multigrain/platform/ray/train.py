@@ -28,6 +28,7 @@ import shutil
 import sys
 import tempfile
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -113,7 +114,8 @@ class Replicas:
                                    torch_config=TorchConfig(backend=self.backend),
                                    run_config=RunConfig(name=f"multigrain-{self.run.spec_hash[:8]}",
                                                         storage_path=storage))
-            done = _fit_draining(trainer, queue, live, self.run.trainer.num_epochs)
+            with _ray_train_env(self.cluster.local):
+                done = _fit_draining(trainer, queue, live, self.run.trainer.num_epochs)
         finally:
             if queue is not None:
                 ray.kill(queue.actor)
@@ -140,36 +142,49 @@ def _fit_draining(trainer, queue, live, num_epochs: int) -> Optional[tuple[dict,
         except BaseException as e:  # raised below, in the caller's thread
             outcome["error"] = e
 
-    previous = os.environ.get("RAY_CHDIR_TO_TRIAL_DIR")
-    os.environ["RAY_CHDIR_TO_TRIAL_DIR"] = "0"  # workers stay where the runtime env put them
     thread = threading.Thread(target=fit, name="ray-train-fit", daemon=True)
-    try:
-        thread.start()
-        done = None
-        while True:
-            try:
-                item = queue.get(timeout=0.5)
-            except Empty:
-                if thread.is_alive():
-                    continue
-                if queue.empty():
-                    break
+    thread.start()
+    done = None
+    while True:
+        try:
+            item = queue.get(timeout=0.5)
+        except Empty:
+            if thread.is_alive():
                 continue
-            if item[0] == "epoch":
-                _, epoch, record, history = item
-                live.epoch(epoch, record, history)
-                _print_epoch(epoch, num_epochs, record)
-            else:
-                done = item[1:]
-        thread.join()
-    finally:
-        if previous is None:
-            os.environ.pop("RAY_CHDIR_TO_TRIAL_DIR", None)
+            if queue.empty():
+                break
+            continue
+        if item[0] == "epoch":
+            _, epoch, record, history = item
+            live.epoch(epoch, record, history)
+            _print_epoch(epoch, num_epochs, record)
         else:
-            os.environ["RAY_CHDIR_TO_TRIAL_DIR"] = previous
+            done = item[1:]
+    thread.join()
     if "error" in outcome:
         raise _worker_error(outcome["error"]) from None
     return done
+
+
+@contextmanager
+def _ray_train_env(local: bool):
+    """Ray Train settings (read from this process's environment when ``fit()`` starts and passed on
+    to its controller and workers) for the time of one ``fit()``: workers stay in the directory the
+    runtime env gave them (the driver's, for a local Ray); on a local Ray the controller polls the
+    workers every 0.5 s, not 2 s, and neither the node-preemption watcher nor the Prometheus metrics
+    (no use on one machine, two more processes or threads to start) run. A value the user exported
+    stays."""
+    settings = {"RAY_CHDIR_TO_TRIAL_DIR": "0"}
+    if local:
+        settings.update({"RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": "0.5", "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER": "0",
+                         "RAY_TRAIN_METRICS_ENABLED": "0"})
+    added = [k for k in settings if k not in os.environ]
+    os.environ.update({k: settings[k] for k in added})
+    try:
+        yield
+    finally:
+        for k in added:
+            os.environ.pop(k, None)
 
 
 def _print_epoch(epoch: int, num_epochs: int, record: dict) -> None:
