@@ -199,17 +199,19 @@ def _print_epoch(epoch: int, num_epochs: int, record: dict) -> None:
 def _worker_error(error: BaseException) -> BaseException:
     """The error a worker raised, as this process reports it: a user-facing error (a damaged
     checkpoint, a missing metric) keeps its message; anything else is one line per failed rank."""
+    def line(e: BaseException) -> str:  # a Ray error's cause, or the exception itself
+        return error_text(e) if hasattr(e, "cause") else f"{type(e).__name__}: {e}"
+
     failures = getattr(error, "worker_failures", None)
     if not failures:
-        cause = getattr(error, "controller_failure", None) or error
-        return RuntimeError(f"Ray Train failed: {error_text(cause) if cause is not error else error}")
+        return RuntimeError(f"Ray Train failed: {line(getattr(error, 'controller_failure', None) or error)}")
     for rank in sorted(failures):
         cause = getattr(failures[rank], "cause", failures[rank])
         if isinstance(cause, MultigrainError):
             return RemoteError(str(cause))
         if isinstance(cause, FloatingPointError):
             return FloatingPointError(str(cause))
-    lines = [f"rank {rank}: {error_text(failures[rank])}" for rank in sorted(failures)]
+    lines = [f"rank {rank}: {line(failures[rank])}" for rank in sorted(failures)]
     return RuntimeError("Ray Train workers failed:\n" + "\n".join(lines))
 
 

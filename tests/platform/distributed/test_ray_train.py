@@ -184,3 +184,55 @@ def test_mixed_precision_on_the_cpu_is_refused_before_anything_is_written(tmp_pa
     with pytest.raises(ConfigurationError, match=r"trainer.mixed_precision: 'bf16' is autocast on a CUDA GPU"):
         Run(spec, tmp_path / "run").train()
     assert not (tmp_path / "run").exists()
+
+
+def test_mixed_precision_names_its_choices(tmp_path):
+    from multigrain.platform.errors import SpecError
+
+    with pytest.raises(SpecError, match='trainer.mixed_precision: expected one of "bf16", "fp16", got "fp8"'):
+        Run(tagger_spec(tmp_path / "data", mixed_precision="fp8"), tmp_path / "run")
+
+
+def test_cli_workers_and_address_errors_write_nothing(tmp_path, in_tmp, capsys):
+    from multigrain.platform.cli import main as cli_main
+    from tests.conftest import write_spec
+
+    spec = write_spec(tmp_path, tagger_spec(tmp_path / "data", epochs=1, workers=1))
+    run = tmp_path / "run"
+    assert cli_main(["train", spec, "--workers", "2", "-o", "trainer.workers=3", "-s", str(run), "--no-tracking"]) == 2
+    assert "--workers and -o trainer.workers=... both set trainer.workers" in capsys.readouterr().err
+    assert cli_main(["train", spec, "--address", "127.0.0.1:1", "-s", str(run), "--no-tracking"]) == 2
+    assert "--address: this run trains in this process (trainer.workers is 1)" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_code:
+        cli_main(["train", spec, "--workers", "0", "-s", str(run)])
+    assert exit_code.value.code == 2 and "expected at least 1" in capsys.readouterr().err
+    assert not run.exists()
+
+
+def test_cli_workers_replaces_the_specs_value_with_a_note(tmp_path, in_tmp, capsys):
+    from multigrain.platform.cli import main as cli_main
+    from tests.conftest import write_spec
+
+    spec = write_spec(tmp_path, tagger_spec(tmp_path / "data", epochs=1, workers=2))
+    assert cli_main(["train", spec, "--workers", "1", "-s", str(tmp_path / "run"), "--no-tracking"]) == 0
+    assert "note: --workers 1 replaces trainer.workers 2 of the spec" in capsys.readouterr().err
+    saved = json.loads((tmp_path / "run" / "config.json").read_text(encoding="utf-8"))
+    assert saved["trainer"]["workers"] == 1
+    assert json.loads((tmp_path / "run" / "metrics.json").read_text(encoding="utf-8"))["device"].startswith("CPU")
+
+
+def test_a_workers_error_reaches_the_user_as_its_own_message():
+    from ray.train import ControllerError, WorkerGroupError
+
+    from multigrain.platform.errors import ConfigurationError, MultigrainError
+    from multigrain.platform.ray.train import _worker_error
+
+    damaged = WorkerGroupError("...", {0: RuntimeError("gloo timeout"), 1: ConfigurationError("x/last.pt: damaged")})
+    seen = _worker_error(damaged)
+    assert isinstance(seen, MultigrainError) and str(seen) == "x/last.pt: damaged"  # the CLI: exit 2, no trace
+    nan = _worker_error(WorkerGroupError("...", {1: FloatingPointError("epoch 2: the loss became nan")}))
+    assert isinstance(nan, FloatingPointError) and str(nan) == "epoch 2: the loss became nan"
+    other = _worker_error(WorkerGroupError("...", {0: RuntimeError("boom"), 1: KeyError("k")}))
+    assert str(other) == "Ray Train workers failed:\nrank 0: RuntimeError: boom\nrank 1: KeyError: 'k'"
+    controller = _worker_error(ControllerError(ValueError("no placement group")))
+    assert str(controller) == "Ray Train failed: ValueError: no placement group"
