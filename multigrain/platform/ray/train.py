@@ -31,12 +31,13 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
-
-import torch
+from typing import TYPE_CHECKING, Optional
 
 from multigrain.platform.errors import MultigrainError
 from multigrain.platform.ray.cluster import RemoteError, error_text
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass
@@ -69,6 +70,8 @@ class Replicas:
         import ray
 
         if self.cluster.local and not ray.is_initialized():
+            import torch
+
             return torch.cuda.is_available()
         self._connect()
         from multigrain.platform.ray.cluster import cluster_resources
@@ -83,6 +86,8 @@ class Replicas:
     @property
     def device(self) -> torch.device:
         """The kind of device each worker trains on."""
+        import torch
+
         return torch.device("cuda") if self.use_gpu else torch.device("cpu")
 
     @property
