@@ -173,7 +173,7 @@ class Run:
         ``metrics.json``. With a ``tracking.RunLogger`` the run is logged live to MLflow: its
         MLflow run starts with the first finished epoch and ends FINISHED, KILLED (stopped early,
         resumable) or FAILED. With ``trainer.workers`` above 1 the epochs run on Ray Train
-        (``ray.train.train_replicas``; ``cluster``: which Ray, default one started here) and this
+        (``platform/ray/train.py``; ``cluster``: which Ray, by default one started here) and this
         process does the rest: the run directory's files, the final evaluation, MLflow."""
         from multigrain.platform.tracking import git_commit
 

@@ -40,8 +40,8 @@ def weights(run_dir: Path, name: str = "best.pt") -> dict:
 
 def assert_close_weights(a: dict, b: dict, rtol: float) -> None:
     assert a.keys() == b.keys()
-    for k in a:
-        torch.testing.assert_close(a[k], b[k], rtol=rtol, atol=1e-6, msg=lambda m: f"{k}: {m}")
+    for name, tensor in a.items():
+        torch.testing.assert_close(tensor, b[name], rtol=rtol, atol=1e-6, msg=lambda m, name=name: f"{name}: {m}")
 
 
 def losses(result: dict) -> list:
