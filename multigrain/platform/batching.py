@@ -96,3 +96,10 @@ class BatchIterator:
         for idx in self.batches(epoch):
             chunk = [self.instances[i] for i in idx]
             yield chunk, self.tensorize(chunk)
+
+    def epoch_parts(self, epoch: int, part: Callable[[list[int]], tuple[list[int], float]]) -> Iterator[tuple[dict, float]]:
+        """The same batches as ``epoch``, each cut by ``part`` (a data-parallel replica's slice of
+        the indices and its share of the batch): ``(tensorized slice, share)``."""
+        for idx in self.batches(epoch):
+            mine, share = part(idx)
+            yield self.tensorize([self.instances[i] for i in mine]), share

@@ -70,7 +70,10 @@ class Model(torch.nn.Module, Registrable, kind="model"):
 
     - ``count_vocab_items(instance, counters)`` (classmethod): the tokens the vocabulary needs.
     - ``tensorize(instances) -> batch dict`` (tensors + whatever the forward needs).
-    - ``forward(**batch) -> dict`` with ``loss`` when the batch has gold labels.
+    - ``forward(**batch) -> dict`` with ``loss`` when the batch has gold labels; a loss that is a
+      mean over something other than the batch's instances (tokens, masked positions) adds
+      ``loss_count``, how many it averages, so that data-parallel replicas weight their slices
+      exactly (``platform/data_parallel.py``).
     - ``get_metrics(reset)`` and ``make_output_human_readable(output, instances) -> list[dict]``.
     """
 

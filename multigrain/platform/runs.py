@@ -23,7 +23,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from multigrain.platform import archive as files
 from multigrain.platform import plugins
@@ -36,6 +36,8 @@ from multigrain.platform.specs import spec_hash
 from multigrain.platform.test_sets import evaluate_test_sets, read_test_sets, tracking_tags
 from multigrain.platform.training import TrainerConfig
 
+if TYPE_CHECKING:
+    from multigrain.platform.ray.train import RayTrainCluster
 
 
 def default_run_dir(spec_path: Optional[str], digest: str, root: str | Path = "runs") -> Path:
@@ -174,11 +176,15 @@ class Run:
 
     # training ---------------------------------------------------------------
     def train(self, resume: bool = False, stop_after_epoch: Optional[int] = None, logger=None,
-              on_epoch: Optional[EpochCallback] = None, epoch_lines: bool = True) -> dict:
+              on_epoch: Optional[EpochCallback] = None, epoch_lines: bool = True,
+              cluster: Optional["RayTrainCluster"] = None) -> dict:
         """Train (or continue) into the run directory; returns the summary also written to
         ``metrics.json``. With a ``tracking.RunLogger`` the run is logged live to MLflow: its
         MLflow run starts with the first finished epoch and ends FINISHED, KILLED (stopped early,
-        resumable) or FAILED. ``epoch_lines``: print ``epoch_log``'s summary line per epoch."""
+        resumable) or FAILED. ``epoch_lines``: print ``epoch_log``'s summary line per epoch. With
+        ``trainer.workers`` above 1 the epochs run on Ray Train (``platform/ray/train.py``;
+        ``cluster``: which Ray, by default one started here) and this process does the rest: the
+        run directory's files, the final evaluation, MLflow."""
         from multigrain.platform.tracking import git_commit
 
         done = self._own_finished_result() if resume else None
@@ -190,7 +196,7 @@ class Run:
         commit = git_commit()  # at the start: the checkout may move on during a long training
         live = LiveLog(self, logger, on_epoch, resume)
         try:
-            result = self._train(resume, extended, stop_after_epoch, live, commit, epoch_lines)
+            result = self._train(resume, extended, stop_after_epoch, live, commit, epoch_lines, cluster)
         except BaseException as e:
             live.fail(interrupted=isinstance(e, KeyboardInterrupt))
             raise
@@ -198,10 +204,12 @@ class Run:
         return result
 
     def _train(self, resume: bool, extended: bool, stop_after_epoch: Optional[int], live: "LiveLog",
-               commit: str, epoch_lines: bool) -> dict:
+               commit: str, epoch_lines: bool, cluster: Optional["RayTrainCluster"]) -> dict:
         from multigrain.platform.artifacts import sample_predictions
         from multigrain.platform.epoch_log import print_epoch_line
-        from multigrain.platform.training import Trainer, describe_device, evaluate, seed_everything, write_json
+        from multigrain.platform.precision import refusal
+        from multigrain.platform.training import (Trainer, describe_device, evaluate, pick_device, seed_everything,
+                                                  write_json)
 
         exp, run_dir = self.experiment, self.run_dir
         seed_everything(exp.seed)
@@ -223,6 +231,16 @@ class Run:
             raise ConfigurationError(f"trainer.validation_metric: the model reports no metric "
                                      f"{exp.trainer.metric_name!r}; it reports {', '.join(sorted(reported))}")
 
+        replicas = None
+        if exp.trainer.workers > 1:
+            from multigrain.platform.ray.train import RayTrainCluster
+
+            replicas = (cluster or RayTrainCluster()).launcher(self, exp.trainer.workers)
+        device = pick_device(exp.trainer.cuda_device)  # this process's: the final evaluation's
+        why_not = refusal(exp.trainer.mixed_precision, replicas.device if replicas else device)
+        if why_not:
+            raise ConfigurationError(why_not)
+
         run_dir.mkdir(parents=True, exist_ok=True)
         if not resume:
             files.write_run_files(run_dir, self.spec, vocab)
@@ -230,27 +248,31 @@ class Run:
             files.write_run_spec(run_dir, self.spec)
         if not resume or extended or not (run_dir / plugins.PLUGINS_FILE).exists():
             plugins.record(run_dir, self.spec)
+        validation = eval_batches(model, dev, exp.data_loader) if dev else None
+        if replicas:
+            summary, finished, seconds_before = replicas.train(resume, stop_after_epoch, live)
+        else:
+            def on_epoch(epoch: int, record: dict) -> None:
+                if epoch_lines:
+                    print_epoch_line(trainer, record)
+                live.epoch(epoch, record, trainer.history)
 
-        def on_epoch(epoch: int, record: dict) -> None:
-            if epoch_lines:
-                print_epoch_line(trainer, record)
-            live.epoch(epoch, record, trainer.history)
-
-        trainer = Trainer(exp.trainer, model, batches_for(model, train, exp.data_loader, exp.seed, True),
-                          eval_batches(model, dev, exp.data_loader) if dev else None, run_dir, on_epoch=on_epoch)
-        if resume:
-            trainer.restore(run_dir / "last.pt")
-        summary = trainer.train(stop_after_epoch=stop_after_epoch)
+            trainer = Trainer(exp.trainer, model, batches_for(model, train, exp.data_loader, exp.seed, True),
+                              validation, run_dir, on_epoch=on_epoch)
+            if resume:
+                trainer.restore(run_dir / "last.pt")
+            summary = trainer.train(stop_after_epoch=stop_after_epoch)
+            finished, seconds_before, device = trainer.finished, trainer.seconds_before, trainer.device
 
         result = {"spec_hash": self.spec_hash, "run_dir": str(run_dir), "source": self.source, **self.identity,
-                  "leaderboard_metric": model.leaderboard_metric, "finished": trainer.finished, **summary}
-        if trainer.finished:
-            files.load_weights(model, run_dir / "best.pt", trainer.device)
+                  "leaderboard_metric": model.leaderboard_metric, "finished": finished, **summary}
+        if finished:
+            model.to(device)
+            files.load_weights(model, run_dir / "best.pt", device)
             if dev:
-                result["validation"] = evaluate(model, trainer.validation, trainer.device, "dev (best)")
+                result["validation"] = evaluate(model, validation, device, "dev (best)")
             if test:
-                result["test"] = evaluate(model, eval_batches(model, test, exp.data_loader), trainer.device,
-                                          "test (best)")
+                result["test"] = evaluate(model, eval_batches(model, test, exp.data_loader), device, "test (best)")
             report = getattr(model, "report", None)
             if callable(report) and test:
                 result["test_report"] = report()
@@ -264,9 +286,9 @@ class Run:
                                              lambda data: eval_batches(model, data, exp.data_loader)))
             if test:  # a sample of test predictions, shown in the MLflow UI
                 result["test_samples"] = sample_predictions(files.Archive(
-                    run_dir, self.spec, model, vocab, exp.test_dataset_reader, trainer.device, exp.data_loader), test)
-        result["seconds"] = time.time() - started + trainer.seconds_before
-        result["device"] = describe_device(trainer.device)
+                    run_dir, self.spec, model, vocab, exp.test_dataset_reader, device, exp.data_loader), test)
+        result["seconds"] = time.time() - started + seconds_before
+        result["device"] = replicas.describe() if replicas else describe_device(device)
         result["git_commit"] = commit  # `multigrain log` tags the MLflow run with it
         write_json(run_dir / "metrics.json", result)
         return result

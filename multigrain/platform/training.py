@@ -12,17 +12,20 @@ import json
 import os
 import random
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Annotated, Callable, Optional
+from typing import Annotated, Callable, Literal, Optional
 
 import numpy as np
 import torch
 
+from multigrain.platform.averaging import MovingAverage
 from multigrain.platform.batching import BatchIterator
 from multigrain.platform.config import Lazy
+from multigrain.platform.data_parallel import Replica
 from multigrain.platform.hints import Matches, Range
 from multigrain.platform.kinds import Model, Optimizer, Scheduler
+from multigrain.platform.precision import Precision
 from multigrain.platform.progress import progress
 
 
@@ -34,10 +37,17 @@ class TrainerConfig:
                  patience: Optional[Annotated[int, Range(1)]] = None,
                  validation_metric: Annotated[str, Matches(r"[+-][\w.-]+", "+NAME or -NAME (larger or smaller is better)")] = "+f1",
                  cuda_device: Optional[Annotated[int, Range(-1)]] = None,
-                 moving_average: Optional[Annotated[float, Range(0.0, 1.0, high_open=True)]] = None):
+                 moving_average: Optional[Annotated[float, Range(0.0, 1.0, high_open=True)]] = None,
+                 workers: Annotated[int, Range(1)] = 1, mixed_precision: Optional[Literal["bf16", "fp16"]] = None):
         """``moving_average``: the decay of an exponential moving average of the weights (AllenNLP's
         ``trainer.moving_average``); validation, ``best.pt`` and so the test score use the
-        averaged weights, training steps the raw ones."""
+        averaged weights, training steps the raw ones.
+
+        ``workers``: data-parallel replicas (``multigrain train --workers N``); above 1 the training
+        runs on Ray Train (``platform/ray/train.py``), each replica taking a slice of every global
+        batch of ``data_loader.batch_size``. ``mixed_precision``: ``"bf16"``/``"fp16"`` autocast on
+        CUDA (``platform/precision.py``). Both are absent from a spec that does not set them, so
+        they do not change its hash."""
         if not validation_metric or validation_metric[0] not in "+-":
             raise ValueError(f"validation_metric must start with + or -, got {validation_metric!r}")
         if moving_average is not None and not 0.0 < moving_average < 1.0:
@@ -50,6 +60,8 @@ class TrainerConfig:
         self.validation_metric = validation_metric
         self.cuda_device = cuda_device
         self.moving_average = moving_average
+        self.workers = workers
+        self.mixed_precision = mixed_precision
 
     @property
     def metric_name(self) -> str:
@@ -73,54 +85,6 @@ class TrainerConfig:
             return False
         name = self.scheduler.type_name
         return name is None or getattr(Scheduler.by_name(name), "uses_num_training_steps", True)
-
-
-class MovingAverage:
-    """An exponential moving average of a model's floating-point parameters and buffers.
-
-    After step t the average moves toward the weights by ``1 - min(decay, (1 + t) / (10 + t))``
-    (AllenNLP's and TensorFlow's warm-up: early averages do not drag in the random init).
-    ``swapped_in()`` puts the averaged weights into the model for evaluation and restores the
-    raw ones afterwards.
-    """
-
-    def __init__(self, model: torch.nn.Module, decay: float):
-        self.model, self.decay, self.updates = model, decay, 0
-        self.names = [n for n, t in model.state_dict().items() if t.is_floating_point()]
-        self.shadow = {n: t.detach().clone() for n, t in model.state_dict().items() if n in self.names}
-
-    def _live(self) -> list[torch.Tensor]:
-        state = self.model.state_dict(keep_vars=True)
-        return [state[n].detach() for n in self.names]
-
-    @torch.no_grad()
-    def update(self) -> None:
-        self.updates += 1
-        decay = min(self.decay, (1 + self.updates) / (10 + self.updates))
-        torch._foreach_lerp_([self.shadow[n] for n in self.names], self._live(), 1.0 - decay)
-
-    @torch.no_grad()
-    def _exchange(self) -> None:
-        for n, live in zip(self.names, self._live()):
-            tmp = live.clone()
-            live.copy_(self.shadow[n])
-            self.shadow[n].copy_(tmp)
-
-    @contextmanager
-    def swapped_in(self):
-        self._exchange()
-        try:
-            yield
-        finally:
-            self._exchange()
-
-    def state_dict(self) -> dict:
-        return {"updates": self.updates, "shadow": self.shadow}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.updates = state["updates"]
-        for n in self.names:
-            self.shadow[n].copy_(state["shadow"][n])
 
 
 def seed_everything(seed: int) -> None:
@@ -232,16 +196,26 @@ def evaluate_counted(model: Model, batches: BatchIterator, device: torch.device,
 
 
 class Trainer:
+    """Trains ``model`` in this process, or as one ``replica`` of a data-parallel training (see
+    ``data_parallel``): then every replica steps on its slice of each batch, the chief (rank 0)
+    alone validates and writes ``best.pt``/``last.pt``, and ``on_epoch`` is called on every replica
+    with the chief's record."""
+
     def __init__(self, config: TrainerConfig, model: Model, train: BatchIterator, validation: Optional[BatchIterator],
-                 run_dir: Path, on_epoch: Optional[Callable[[int, dict], None]] = None):
+                 run_dir: Path, on_epoch: Optional[Callable[[int, dict], None]] = None,
+                 replica: Optional[Replica] = None):
         self.config = config
         self.model = model
         self.train_data = train
         self.validation = validation
         self.run_dir = Path(run_dir)
         self.on_epoch = on_epoch
-        self.device = pick_device(config.cuda_device)
+        self.replica = replica
+        self.chief = replica is None or replica.chief
+        self.device = replica.device if replica else pick_device(config.cuda_device)
+        self.precision = Precision(config.mixed_precision, self.device)
         self.model.to(self.device)
+        self.stepped = replica.wrap(model) if replica else model  # the module whose forward/backward train
         params = [p for p in model.parameters() if p.requires_grad]
         self.optimizer = config.optimizer.construct(model_parameters=params)
         steps_per_epoch = train.num_batches(0)
@@ -271,7 +245,8 @@ class Trainer:
         return self.seconds_before + time.time() - self._started
 
     # checkpoints ----------------------------------------------------------
-    def _state(self) -> dict:
+    def _state(self, replica_rng: Optional[list] = None) -> dict:
+        """``replica_rng``: every replica's RNG states in rank order (``rng`` is the chief's)."""
         return {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
@@ -280,6 +255,7 @@ class Trainer:
             "epoch": self.epoch, "best": self.best, "best_epoch": self.best_epoch,
             "bad_epochs": self.bad_epochs, "history": self.history, "rng": rng_state(),
             "seconds": self.seconds,
+            "grad_scaler": self.precision.state_dict(), "replica_rng": replica_rng,
         }
 
     def restore(self, path: Path) -> None:
@@ -298,7 +274,12 @@ class Trainer:
         self.epoch, self.best, self.best_epoch = state["epoch"], state["best"], state["best_epoch"]
         self.bad_epochs, self.history = state["bad_epochs"], state["history"]
         self.seconds_before = state.get("seconds", 0.0)
-        set_rng_state(state["rng"])
+        self.precision.load_state_dict(state.get("grad_scaler"))
+        per_replica = state.get("replica_rng")
+        if self.replica and per_replica and len(per_replica) == self.replica.world_size:
+            set_rng_state(per_replica[self.replica.rank])
+        else:
+            set_rng_state(state["rng"])
 
     # loop -----------------------------------------------------------------
     def train(self, stop_after_epoch: Optional[int] = None) -> dict:
@@ -307,9 +288,11 @@ class Trainer:
             epoch = self.epoch
             train_metrics = self._train_epoch(epoch)
             record = {"epoch": epoch + 1, **{f"train_{k}": v for k, v in train_metrics.items()}}
-            averaged = self.average.swapped_in() if self.average else nullcontext()
+            averaged = self.average.swapped_in() if self.average and self.chief else nullcontext()
             with averaged:  # validation and best.pt see the averaged weights
-                if self.validation is not None:
+                if not self.chief:  # the chief's outcome arrives below
+                    score = None
+                elif self.validation is not None:
                     val = evaluate(self.model, self.validation, self.device, desc=f"validate {epoch + 1}")
                     record.update({f"validation_{k}": v for k, v in val.items()})
                     score = val.get(self.metric_name)
@@ -318,16 +301,21 @@ class Trainer:
                                        f"{self.metric_name!r}; it reports {', '.join(sorted(val))}")
                 else:  # no dev set: the best epoch is the one with the lowest training loss
                     score = -train_metrics.get("loss", 0.0) * self.sign
-                improved = self.best is None or self.sign * score > self.sign * self.best
                 self.epoch = epoch + 1
-                if improved:
+                if self.chief and (self.best is None or self.sign * score > self.sign * self.best):
                     self.best, self.best_epoch, self.bad_epochs = score, self.epoch, 0
                     atomic_save(self.model.state_dict(), self.run_dir / "best.pt")
-                else:
+                elif self.chief:
                     self.bad_epochs += 1
             record["lr"] = self.optimizer.param_groups[0]["lr"]
+            replica_rng = None
+            if self.replica:
+                record, self.best, self.best_epoch, self.bad_epochs = self.replica.broadcast(
+                    (record, self.best, self.best_epoch, self.bad_epochs))
+                replica_rng = self.replica.gather(rng_state())
             self.history.append(record)
-            atomic_save(self._state(), self.run_dir / "last.pt")
+            if self.chief:
+                atomic_save(self._state(replica_rng), self.run_dir / "last.pt")
             if self.on_epoch:
                 self.on_epoch(self.epoch, record)
             if stop_after_epoch is not None and self.epoch >= stop_after_epoch:
@@ -336,30 +324,45 @@ class Trainer:
                 "epochs_completed": self.epoch, "training_seconds": self.seconds,
                 "history": self.history}
 
+    def _batches(self, epoch: int):
+        """(batch, this process's share of it): whole batches, or a replica's slices."""
+        if self.replica is None:
+            return ((batch, 1.0) for _, batch in self.train_data.epoch(epoch))
+        return self.train_data.epoch_parts(epoch, self.replica.part)
+
     def _train_epoch(self, epoch: int) -> dict[str, float]:
-        self.model.train()
+        self.stepped.train()
         self.model.get_metrics(reset=True)
         total, count = 0.0, 0
-        bar = progress(self.train_data.epoch(epoch), total=self.train_data.num_batches(epoch),
+        bar = progress(self._batches(epoch), total=self.train_data.num_batches(epoch),
                        desc=f"epoch {epoch + 1}/{self.config.num_epochs}")
-        for _, batch in bar:
-            out = self.model(**move_to(batch, self.device))
+        for batch, share in bar:
+            with self.precision.autocast():
+                out = self.stepped(**move_to(batch, self.device))
             loss = out["loss"]
             if not torch.isfinite(loss):
                 raise FloatingPointError(f"epoch {epoch + 1}: the loss became {float(loss)}")
             self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            if self.replica is None:
+                self.precision.backward(loss)
+                total += float(loss.detach())
+            else:  # DDP averages the replicas' gradients: each contributes W * w_r * grad L_r
+                weight = self.replica.loss_weight(share, out)
+                self.precision.backward(loss * (weight * self.replica.world_size))
+                total += float(loss.detach()) * weight
             if self.config.grad_clipping:
+                self.precision.unscale(self.optimizer)
                 torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clipping)
-            self.optimizer.step()
+            self.precision.step(self.optimizer)
             if self.average:
                 self.average.update()
             if self.scheduler:
                 self.scheduler.step()
-            total += float(loss.detach())
             count += 1
             if hasattr(bar, "set_postfix"):
                 bar.set_postfix(loss=f"{total / count:.4f}", refresh=False)
+        if self.replica is not None:  # the batches' losses: sum_r w_r L_r
+            total = self.replica.sum([total])[0]
         # The models measure only in evaluation (decoding every training batch would cost more
         # than the step); their zero counts are no training score, so only the loss is reported.
         self.model.get_metrics(reset=True)
@@ -370,3 +373,19 @@ def write_json(path: Path, data) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=float), encoding="utf-8")
     os.replace(tmp, path)
+
+
+def with_workers(spec: dict, workers: int) -> tuple[dict, Optional[str]]:
+    """The spec with ``trainer.workers`` set by ``--workers`` (an override like ``-o``, recorded in
+    the resolved spec and so in its hash), and a note when it replaces another value of the spec.
+    ``--workers 1`` on a spec without the key leaves it absent (absent means 1: the hash of a
+    one-process run does not depend on the flag)."""
+    trainer = spec.get("trainer")
+    if not isinstance(trainer, dict):
+        return spec, None  # validation reports the missing section
+    before = trainer.get("workers")
+    if before == workers or (before is None and workers == 1):
+        return spec, None
+    spec = {**spec, "trainer": {**trainer, "workers": workers}}
+    note = None if before is None else f"--workers {workers} replaces trainer.workers {json.dumps(before)} of the spec"
+    return spec, note

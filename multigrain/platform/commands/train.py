@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import json
+import sys
 
-from multigrain.platform.commands.common import add_spec_args, load_spec_args
+from multigrain.platform.commands.common import add_spec_args, load_spec_args, positive_int
 from multigrain.platform.commands.interrupt import with_sigterm
 
 RESULT_KEYS = ("spec_hash", "run_dir", "finished", "best_epoch", "epochs_completed", "validation", "test", "seconds")
@@ -19,6 +20,11 @@ def register(sub) -> None:
     p.add_argument("--stop-after-epoch", type=int, help="stop after this many epochs (resume later)")
     p.add_argument("--tracking-uri", help="MLflow tracking URI (default sqlite:///mlruns.db)")
     p.add_argument("--no-tracking", action="store_true", help="do not log to MLflow")
+    p.add_argument("--workers", type=positive_int, metavar="N",
+                   help="train data-parallel on N Ray Train workers (DDP; each takes a slice of every batch): "
+                        "sets trainer.workers, which is part of the run's spec and hash (default: the spec's, 1)")
+    p.add_argument("--address", help="with more than one worker: the Ray cluster HOST:6379 (default: start Ray in "
+                                     "this process, on 127.0.0.1)")
     p.set_defaults(func=with_sigterm(train))  # SIGTERM stops it like Ctrl-C: the run stays resumable
 
 
@@ -26,9 +32,30 @@ def train(args) -> int:
     from multigrain.platform.runs import Run
     from multigrain.platform.tracking import RunLogger
 
-    run = Run(load_spec_args(args), args.serialization_dir, source=args.spec)
+    spec = load_spec_args(args)
+    if args.workers is not None:
+        from multigrain.platform.errors import ConfigurationError
+        from multigrain.platform.training import with_workers
+
+        if any(o.split("=", 1)[0].strip() == "trainer.workers" for o in args.override):
+            raise ConfigurationError("--workers and -o trainer.workers=... both set trainer.workers; give one")
+        spec, note = with_workers(spec, args.workers)
+        if note:
+            print(f"note: {note}", file=sys.stderr)
+    run = Run(spec, args.serialization_dir, source=args.spec)
+    cluster = None
+    if run.trainer.workers > 1:
+        from multigrain.platform.ray.train import RayTrainCluster
+
+        cluster = RayTrainCluster(args.address, tuple(args.include_package))
+    elif args.address:
+        from multigrain.platform.errors import ConfigurationError
+
+        raise ConfigurationError("--address: this run trains in this process (trainer.workers is 1); give "
+                                 "--workers N (N > 1) to train on a Ray cluster")
     logger = None if args.no_tracking else RunLogger(args.tracking_uri)
-    print_result(run.train(resume=args.resume, stop_after_epoch=args.stop_after_epoch, logger=logger))
+    print_result(run.train(resume=args.resume, stop_after_epoch=args.stop_after_epoch, logger=logger,
+                           cluster=cluster))
     return 0
 
 

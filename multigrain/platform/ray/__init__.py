@@ -5,7 +5,7 @@ Domain-free: a trial is "train this resolved spec into this run directory"; a se
 
 Modules: ``cluster`` (connecting to Ray, the runtime env of jobs, errors raised on workers),
 ``sweep`` (planning and running a grid x seeds as Ray tasks) with ``sweep_report`` (its tables
-and ranking), ``archives`` (the checks shared by serving and evaluation), ``serve`` (the Ray
+and ranking), ``train`` (one training data-parallel on Ray Train workers), ``archives`` (the checks shared by serving and evaluation), ``serve`` (the Ray
 Serve predictor), ``evaluate`` (the evaluator actor pool) and ``jobs`` (the Ray Jobs client).
 Importing this package, or any of its modules, imports no Ray: each function imports what it
 uses.

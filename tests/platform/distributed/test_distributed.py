@@ -97,7 +97,7 @@ def test_help_of_the_cli_and_each_ray_command_imports_no_torch_ray_mlflow(comman
 def test_importing_the_ray_modules_imports_no_ray():
     code = ("import sys\n"
             "import multigrain.platform.ray\n"
-            "from multigrain.platform.ray import archives, cluster, evaluate, jobs, serve, sweep, sweep_report\n"
+            "from multigrain.platform.ray import archives, cluster, evaluate, jobs, serve, sweep, sweep_report, train\n"
             "from multigrain.platform.commands import evaluate_all, interrupt, submit\n"
             "from multigrain.platform.commands import jobs as jobs_command, serve as serve_command\n"
             "from multigrain.platform.commands import sweep as sweep_command\n"
