@@ -19,7 +19,7 @@ from typing import Literal, Optional
 import torch
 from torch import nn
 
-from multigrain.components.encoders.factorised import FactorisedBertEncoder, key_padding_bias
+from multigrain.components.encoders.factorised import FactorisedBertEncoder, TokenPositions, key_padding_bias
 from multigrain.platform.kinds import Encoder
 
 
@@ -35,11 +35,11 @@ class CharBertEncoder(FactorisedBertEncoder):
         self.positions = nn.Embedding(max_positions, input_dim)
         self.init_weights(pretrained)
 
-    def encode_tokens(self, inputs: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``inputs [B, n, E]``, ``mask [B, n]`` -> (character states ``[B, n, d]``, [CLS] state ``[B, d]``)."""
-        B, n = mask.shape
-        index = torch.arange(n, device=mask.device).expand(B, n)
-        x, mask, positions, _ = self.with_cls(inputs, mask, index, index)
+    def encode_tokens(self, inputs: torch.Tensor, tokens: TokenPositions) -> tuple[torch.Tensor, torch.Tensor]:
+        """``inputs [B, n, E]``, ``tokens.mask [B, n]`` (the character positions are 0..n-1) ->
+        (character states ``[B, n, d]``, [CLS] state ``[B, d]``)."""
+        index = TokenPositions.characters(tokens.mask).starts
+        x, mask, positions, _ = self.with_cls(inputs, tokens.mask, index, index)
         if positions.shape[1] and int(positions.max()) >= self.max_positions:
             raise ValueError(f"input of {positions.shape[1]} positions; char_bert has max_positions {self.max_positions}")
         states = self.run_layers(x + self.positions(positions), key_padding_bias(mask, self.num_heads, x.dtype))
@@ -47,4 +47,4 @@ class CharBertEncoder(FactorisedBertEncoder):
 
     def forward(self, inputs: torch.Tensor, mask: torch.Tensor, batch: dict) -> torch.Tensor:
         n = mask.shape[1]
-        return self.encode_tokens(inputs[:, :n], mask)[0]
+        return self.encode_tokens(inputs[:, :n], TokenPositions.characters(mask))[0]

@@ -83,3 +83,16 @@ def key_padding_bias(mask: torch.Tensor, num_heads: int, dtype=torch.float32) ->
     """``[B, 1, 1, T]`` float: 0 at real keys, -inf at padding (broadcasts over heads and queries)."""
     bias = torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, float("-inf"))
     return bias[:, None, None, :]
+
+
+class TokenPositions:
+    """What the encoders read of a lattice: ``mask``, ``starts``, ``ends`` ``[B, T]`` (a
+    ``LatticeBatch`` has them too); :meth:`characters` for a character-only input."""
+
+    def __init__(self, mask: torch.Tensor, starts: torch.Tensor, ends: torch.Tensor):
+        self.mask, self.starts, self.ends = mask, starts, ends
+
+    @classmethod
+    def characters(cls, mask: torch.Tensor) -> "TokenPositions":
+        index = torch.arange(mask.shape[1], device=mask.device).expand(mask.shape)
+        return cls(mask, index, index)

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from multigrain.components.encoders.char_bert import CharBertEncoder
+from multigrain.components.encoders.factorised import TokenPositions
 from multigrain.components.encoders.lattice_bert import LatticeBertEncoder
 from multigrain.components.lattice.types import Lattice, LatticeBatch
 
@@ -140,9 +141,9 @@ def test_char_bert_ignores_padding_and_prepends_cls():
     torch.manual_seed(0)
     enc = CharBertEncoder(8, hidden_size=8, num_layers=2, num_heads=2, dropout=0.0, attention_dropout=0.0).eval()
     x = torch.randn(1, 4, 8)
-    alone, cls = enc.encode_tokens(x, torch.ones(1, 4, dtype=torch.bool))
+    alone, cls = enc.encode_tokens(x, TokenPositions.characters(torch.ones(1, 4, dtype=torch.bool)))
     padded, cls_padded = enc.encode_tokens(torch.cat([x, torch.randn(1, 3, 8)], 1),
-                                           torch.tensor([[True] * 4 + [False] * 3]))
+                                           TokenPositions.characters(torch.tensor([[True] * 4 + [False] * 3])))
     torch.testing.assert_close(alone, padded[:, :4], atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(cls, cls_padded, atol=1e-5, rtol=1e-5)
     assert alone.shape == (1, 4, 8)
