@@ -17,9 +17,25 @@ from typing import Optional
 import torch
 from torch import nn
 
-from multigrain.components.pretrained import load_pretrained
+from multigrain.components.pretrained import checkpoint_file, load_pretrained
+from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.kinds import TokenEmbedder
 from multigrain.platform.vocab import Vocabulary
+
+
+def check_same_vocabulary(vocab: Vocabulary, pretrained: str, namespaces) -> None:
+    """The rows of ``tokens`` must mean what they meant in pre-training: when the checkpoint sits
+    in a run directory with its ``vocabulary/``, the namespaces must equal that vocabulary's."""
+    saved = checkpoint_file(pretrained).parent / "vocabulary"
+    if not (saved / "vocabulary.json").is_file():
+        return
+    theirs = Vocabulary.load(saved)
+    for ns in namespaces:
+        mine = vocab.tokens(ns) if ns in vocab.namespaces() else []
+        other = theirs.tokens(ns) if ns in theirs.namespaces() else []
+        if mine != other:
+            raise ConfigurationError(f"pretrained: the vocabulary differs from the pre-training run's ({ns}: {len(mine)} "
+                                     f"tokens here, {len(other)} in {saved}): set vocabulary.directory to {saved}")
 
 
 @TokenEmbedder.register("lattice_tokens")
@@ -38,6 +54,7 @@ class LatticeTokenEmbedder(TokenEmbedder):
         with torch.no_grad():
             self.tokens.weight[0].zero_()
         if pretrained:
+            check_same_vocabulary(vocab, pretrained, ("chars", "words") if words else ("chars",))
             load_pretrained(self, pretrained, "embedder.")
 
     def get_output_dim(self) -> int:
