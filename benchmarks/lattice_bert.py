@@ -193,7 +193,8 @@ def section(report: dict) -> list[str]:
         total = sum(r["chars"] for r in corpus)
         lines += ["", "Pre-training corpus (`jsonnet_configs/lib/lattice_bert.libsonnet`: every Chinese text under "
                   "../shared/data that is not a dev or test split; pieces of at most 62 characters as the "
-                  "`text_corpus` reader cuts them, consecutive duplicates read once):", "",
+                  "`text_corpus` reader cuts them, consecutive duplicates read once; characters are character "
+                  "tokens, a run of Latin letters/digits counting one):", "",
                   "| source | fields | pieces | characters |", "|---|---|---:|---:|"]
         lines += [f"| `{r['source']}` | {r['fields'] if isinstance(r['fields'], str) else ', '.join(r['fields'])} | "
                   f"{r['pieces']:,} | {r['chars']:,} |" for r in corpus]

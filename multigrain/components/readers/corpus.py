@@ -1,5 +1,5 @@
 """A pre-training corpus: texts from several sources read lazily in a fixed order, cut into
-pieces of at most ``max_chars_per_text`` characters, paired for sentence order prediction.
+pieces of at most ``max_chars_per_text`` (default 62) characters, paired for sentence order prediction.
 
 ``text_corpus`` reads ``sources`` (each a registered reader over a data file and the char-list
 fields of its instances that are text, or plain text files, one text per line, glob patterns
@@ -18,19 +18,23 @@ Instances: with ``pairs`` (default) two consecutive pieces of one source file, `
 that many characters (summed over the kept instances): the character budget of a pre-training.
 
 The default corpus (every Chinese text under ../shared/data that is not a dev or test split,
-``jsonnet_configs/lib/lattice_bert.libsonnet``); characters as this reader counts them
-(``benchmarks/lattice_bert.py --count-corpus``, pieces of at most 126 characters, before
-pairing), recorded in benchmarks/RESULTS.md "Lattice-BERT":
+``jsonnet_configs/lib/lattice_bert.libsonnet``), in this order, with the character tokens this
+reader reads from each (pieces of at most 62, a run of Latin letters/digits one token; counted
+by ``benchmarks/lattice_bert.py --count-corpus``, table in benchmarks/RESULTS.md "Lattice-BERT"):
 
-  source                                       field(s)                 texts      characters
-  resume_ner/train.char.bmes (resume_ner)      chars                    see RESULTS.md
-  weibo_ner/weiboNER_2nd_conll.train           chars
-  msra_ner/train1.txt (msra_ner)               chars
-  chnsenticorp/train.tsv                       chars
-  bq_corpus/train.txt                          chars_a, chars_b
-  cmrc2018/cmrc2018_train.json                 context_chars
-  tatoeba_cmn_eng/cmn.txt (split train)        chars (the Chinese side)
-  tvsub_zh_en/train/*.zh                       plain lines
+  source (reader)                                   field(s)            pieces      characters
+  resume_ner/train.char.bmes (resume_ner)           chars                4,259         124,084
+  weibo_ner/weiboNER_2nd_conll.train (weibo_ner)    chars                1,936          73,774
+  msra_ner/train1.txt (msra_ner, split train)       chars               51,121       1,947,476
+  chnsenticorp/train.tsv (chnsenticorp)             chars               22,915       1,019,614
+  bq_corpus/train.txt (bq_corpus)                   chars_a, chars_b   200,229       2,341,553
+  cmrc2018/cmrc2018_train.json (cmrc2018)           context_chars       24,067       1,122,648
+  tatoeba_cmn_eng/cmn.txt (tatoeba, split train)    chars (Chinese)     26,097         253,730
+  tvsub_zh_en/train/*.zh (plain text)               lines              424,615       3,926,291
+  total                                                                755,239      10,809,170
+
+(THUCNews has no training file here; MSRA's split ``train`` leaves out the 10% its fine-tuning
+spec validates on; Tatoeba's ``train`` leaves out its dev and test hash buckets.)
 """
 from __future__ import annotations
 
@@ -110,7 +114,7 @@ class TextCorpusReader(Reader):
     """See the module docstring. ``read(path)``: ``path`` is the directory the sources are under."""
 
     def __init__(self, sources: list[CorpusSource], lattice_builder: Optional[LatticeBuilder] = None,
-                 pairs: bool = True, max_chars_per_text: int = 126, min_chars: int = 2,
+                 pairs: bool = True, max_chars_per_text: int = 62, min_chars: int = 2,
                  split: Literal["all", "train", "dev"] = "all", dev_fraction: float = 0.01,
                  num_shards: int = 1, shard_index: int = 0, max_chars: Optional[int] = None,
                  max_instances: Optional[int] = None, keep_latin_words: bool = True):
