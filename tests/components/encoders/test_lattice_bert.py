@@ -33,6 +33,22 @@ def relation(si, ei, sj, ej):
     return 2 if sj < si else 5
 
 
+def naive_terms(pb, si, ei, sj, ej, hd):
+    """(att_ij, b_ij, r_ij) of head ``hd`` for the spans (si, ei), (sj, ej), from the paper's definitions."""
+    dk = pb.head_dim
+    sl = slice(hd * dk, (hd + 1) * dk)
+    pi = torch.cat([pb.start_positions.weight[si], pb.end_positions.weight[ei]])
+    pj = torch.cat([pb.start_positions.weight[sj], pb.end_positions.weight[ej]])
+    absolute = float((pi @ pb.position_query.weight.T)[sl] @ (pj @ pb.position_key.weight.T)[sl]) / math.sqrt(2 * dk)
+
+    def clip(t):
+        return max(-128, min(128, t)) + 128
+
+    distance = float(pb.distance[0, clip(sj - si), hd] + pb.distance[1, clip(sj - ei), hd]
+                     + pb.distance[2, clip(ej - si), hd] + pb.distance[3, clip(ej - ei), hd])
+    return absolute, distance, float(pb.relation[relation(si, ei, sj, ej), hd])
+
+
 def naive_attention(enc, x, starts, ends, mask):
     """First layer's attention output by a double loop over (i, j), from the paper's eq. 2."""
     layer = enc.layers[0]
@@ -52,17 +68,9 @@ def naive_attention(enc, x, starts, ends, mask):
                     if not mask[b, j]:
                         scores.append(-math.inf)
                         continue
-                    si, ei, sj, ej = (int(starts[b, i]), int(ends[b, i]), int(starts[b, j]), int(ends[b, j]))
                     content = float(q[b, i, sl] @ k[b, j, sl]) / math.sqrt(2 * dk)
-                    pi = torch.cat([pb.start_positions.weight[si], pb.end_positions.weight[ei]])
-                    pj = torch.cat([pb.start_positions.weight[sj], pb.end_positions.weight[ej]])
-                    absolute = float((pi @ pb.position_query.weight.T)[sl] @ (pj @ pb.position_key.weight.T)[sl]) \
-                        / math.sqrt(2 * dk)
-                    clip = lambda t: max(-128, min(128, t)) + 128  # noqa: E731
-                    dist = (pb.distance[0, clip(sj - si), hd] + pb.distance[1, clip(sj - ei), hd]
-                            + pb.distance[2, clip(ej - si), hd] + pb.distance[3, clip(ej - ei), hd])
-                    rel = pb.relation[relation(si, ei, sj, ej), hd]
-                    position = absolute + float(dist) + float(rel)
+                    position = sum(naive_terms(pb, int(starts[b, i]), int(ends[b, i]), int(starts[b, j]),
+                                               int(ends[b, j]), hd))
                     if i == 0:
                         position = float(pb.cls_to_others[hd])
                     elif j == 0:
@@ -113,28 +121,23 @@ def test_the_bias_is_computed_once_and_shared_by_every_layer(monkeypatch):
     assert len(calls) == 1 and out.shape == (2, 6, 8)
 
 
-def test_ablation_flags_remove_their_terms():
+@torch.no_grad()
+def test_ablation_flags_remove_exactly_their_term():
     lat = lattice_batch()
     full = randomised(LatticeBertEncoder(8, hidden_size=8, num_layers=1, num_heads=2, max_positions=16))
-    for flag in ("use_distance", "use_relation", "use_absolute"):
+    _, mask, starts, ends = full.with_cls(torch.zeros(*lat.mask.shape, 8), lat.mask, lat.starts, lat.ends)
+    bias = full.position_bias(starts, ends, mask)
+    for term, flag in enumerate(("use_absolute", "use_distance", "use_relation")):
         ablated = LatticeBertEncoder(8, hidden_size=8, num_layers=1, num_heads=2, max_positions=16, **{flag: False})
         ablated.load_state_dict(full.state_dict())
-        _, mask, s, e = full.with_cls(torch.zeros(*lat.mask.shape, 8), lat.mask, lat.starts, lat.ends)
-        pb, ab = full.position_bias, ablated.position_bias
-        expected = {"use_distance": lambda: sum(pb.distance[c][torch.stack(torch.broadcast_tensors(
-                        s[:, None] - s[:, :, None], s[:, None] - e[:, :, None], e[:, None] - s[:, :, None],
-                        e[:, None] - e[:, :, None]), -1)[..., c].clamp(-128, 128) + 128] for c in range(4)).permute(0, 3, 1, 2),
-                    "use_absolute": lambda: pb.absolute(s, e)}
-        diff = pb(s, e, mask) - ab(s, e, mask)
-        real = (mask[:, None, :, None] & mask[:, None, None, :])
-        real[:, :, 0, :] = False
-        real[:, :, :, 0] = False
-        diff = torch.where(real, diff, torch.zeros_like(diff))
-        if flag in expected:
-            want = torch.where(real, expected[flag]().detach(), torch.zeros_like(diff))
-            torch.testing.assert_close(diff.detach(), want, atol=1e-5, rtol=1e-4)
-        else:
-            assert diff.abs().max() > 0
+        removed = bias - ablated.position_bias(starts, ends, mask)
+        for b in range(2):
+            for i in range(1, int(mask[b].sum())):  # [CLS] row and column are reset in both
+                for j in range(1, int(mask[b].sum())):
+                    for hd in range(2):
+                        want = naive_terms(full.position_bias, int(starts[b, i]), int(ends[b, i]),
+                                           int(starts[b, j]), int(ends[b, j]), hd)[term]
+                        assert abs(float(removed[b, hd, i, j]) - want) < 1e-4, (flag, b, i, j)
 
 
 def test_char_bert_ignores_padding_and_prepends_cls():
