@@ -219,3 +219,43 @@ def test_a_missing_or_mismatching_checkpoint_is_one_error_naming_the_spec_path(c
     with pytest.raises(ConfigurationError, match=r"not a multigrain checkpoint"):
         Run(finetune_spec(corpus, run_dir, weights=tmp_path / "junk"), tmp_path / "d").train()
     assert not any((tmp_path / d).exists() and any((tmp_path / d).iterdir()) for d in "abcd")  # nothing written
+
+
+# ----------------------------------------------------------------------------- shipped specs
+@pytest.mark.parametrize("encoder", ["lattice_bert", "char_bert"])
+def test_shipped_finetune_specs_start_from_a_shipped_pretraining(encoder, corpus, tmp_path, monkeypatch):
+    """jsonnet_configs/pretrain + jsonnet_configs/finetune wired together (tiny size, data cut to
+    the twenty sentences): the fine-tuned tagger and classifier hold the pre-trained tensors."""
+    from multigrain.platform.archive import write_run_files
+    from multigrain.platform.specs import load_spec
+    from tests.conftest import ROOT
+
+    monkeypatch.chdir(ROOT)
+    name = "lattice_bert_tiny" if encoder == "lattice_bert" else "char_bert_tiny"
+    spec = load_spec(f"jsonnet_configs/pretrain/{name}.jsonnet")
+    spec["dataset_reader"].update(pretrain_spec(corpus)["dataset_reader"])
+    spec["train_data_path"] = str(corpus.train.parent)
+    exp = Run(spec, check_data_paths=False).experiment
+    model = exp.model.construct(vocab=build_vocabulary(exp, exp.model_class(),
+                                                       read_all(exp.dataset_reader, exp.train_data_path), []))
+    run_dir = tmp_path / "pretrained"
+    run_dir.mkdir()
+    write_run_files(run_dir, spec, model.vocab)
+    torch.save(model.state_dict(), run_dir / "best.pt")
+    lexicon = {"type": "lexicon", "lexicon_path": str(corpus.lexicon)}
+    for task in ("resume_ner", "chnsenticorp"):
+        tuned = load_spec(f"jsonnet_configs/finetune/{task}.jsonnet",
+                          ext_vars={"pretrained": str(run_dir), "encoder": encoder})
+        for key in ("dataset_reader", "validation_dataset_reader"):
+            if key in tuned and "lattice_builder" in tuned[key]:
+                tuned[key]["lattice_builder"] = lexicon
+        senti = tmp_path / "senti.tsv"
+        senti.write_text("label\ttext_a\n1\t北京大学很好\n0\t不好\n", encoding="utf-8")
+        tuned["train_data_path"] = str(corpus.train if task == "resume_ner" else senti)
+        exp = Run(tuned, check_data_paths=False).experiment
+        tuned_model = exp.model.construct(vocab=build_vocabulary(
+            exp, exp.model_class(), read_all(exp.dataset_reader, exp.train_data_path), []))
+        assert tuned_model.encoder.cls_mode == ("prepend" if task == "resume_ner" else "first")
+        for prefix, module in (("embedder.", tuned_model.embedder), ("encoder.", tuned_model.encoder)):
+            for key, tensor in module.state_dict().items():
+                assert torch.equal(tensor, model.state_dict()[prefix + key]), (task, prefix + key)
