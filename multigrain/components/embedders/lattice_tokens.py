@@ -3,7 +3,8 @@ ALBERT's factorised size E): ``tokens [V_c + V_w, E]``, rows ``0..V_c-1`` the ``
 namespace, ``V_c + i`` word ``i`` of the ``words`` namespace (``joint_ids``). Plus a token-type
 (segment) embedding: a token takes the segment of its start character (``segments [B, n]``, 0
 where the model gives none). Output: the sum, ``[B, T, E]`` in the ``LatticeBatch`` layout (words
-after the characters, zeros at padding), or ``[B, n, E]`` over the characters with
+after the characters, zeros at padding; segment 0 throughout when the model gives no segments),
+or ``[B, n, E]`` over the characters with
 ``words: false`` (the character BERT) or when the batch has no lattice. LayerNorm, dropout and the
 E -> d projection belong to the encoder (``encoders/factorised.py``).
 
@@ -71,8 +72,8 @@ class LatticeTokenEmbedder(TokenEmbedder):
     def embed(self, ids: torch.Tensor, types: Optional[torch.Tensor]) -> torch.Tensor:
         """``ids, types [B, T]`` -> ``[B, T, E]`` (zeros where ``ids`` is 0, padding)."""
         x = self.tokens(ids)
-        if types is not None:
-            x = x + self.types(types)
+        # no segments (the tagger): every token is of segment 0, as a single text in pre-training
+        x = x + (self.types(types) if types is not None else self.types.weight[0])
         return x * (ids != 0).unsqueeze(-1)
 
     def token_types(self, segments: Optional[torch.Tensor], starts: torch.Tensor) -> Optional[torch.Tensor]:

@@ -219,5 +219,7 @@ class Pretrainer(SentenceModel):
         return metrics
 
     def make_output_human_readable(self, output: dict, instances: list[Instance]) -> list[dict]:
-        probs = output.get("sop_predictions")
-        return [{"swapped_predicted": bool(p)} for p in (probs.tolist() if probs is not None else [None] * len(instances))]
+        swapped = output.get("sop_predictions")
+        if swapped is None:
+            return [{} for _ in instances]
+        return [{"swapped_predicted": bool(p)} for p in swapped.tolist()]
