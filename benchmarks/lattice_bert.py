@@ -13,7 +13,8 @@ fine-tuned on downstream tasks (issue 27). Writes ``benchmarks/results/lattice_b
    characters of the default corpus for ``--epochs`` epochs: all three process the same
    characters (budget x epochs). Reported per model: wall time, characters/s and lattice tokens/s
    (tokens = what the encoder reads: characters, words, [CLS]/[SEP]; timed on
-   ``--throughput-batches`` training batches, validation excluded), the dev MSP accuracy, SOP
+   ``--throughput-batches`` training batches, the models' steps interleaved, validation excluded),
+   the dev MSP accuracy, SOP
    accuracy and the leakage check (dev masked-token accuracy under whole-segment masking and under
    token masking, each model measured both ways).
 2. Fine-tuning (``jsonnet_configs/finetune``): every task x seed from each pre-trained model;
@@ -80,41 +81,48 @@ def corpus_stats(spec: dict) -> dict:
     return {"instances": instances, "chars": chars, "tokens": tokens}
 
 
-def throughput(spec: dict, max_batches: int) -> dict:
-    """Training speed on the spec's first ``max_batches`` batches (forward, backward, AdamW step;
-    one warm-up batch first): characters/s and lattice tokens/s, validation excluded."""
+def throughput(specs: dict, max_batches: int) -> dict:
+    """Training speed of each model (name -> spec) on its spec's first ``max_batches`` batches
+    (forward, backward, AdamW step; one warm-up batch first), validation excluded: characters/s
+    and lattice tokens/s. The models' steps are interleaved (A, B, C, A, B, C, ...) so that a
+    machine whose load changes slows them alike."""
     import torch
 
     from multigrain.platform.config import build
     from multigrain.platform.experiment import Experiment, batches_for, build_vocabulary, read_all
     from multigrain.platform.training import move_to, pick_device
 
-    exp = build(Experiment, spec)
-    train_set = read_all(exp.dataset_reader, exp.train_data_path)
-    torch.manual_seed(exp.seed)
-    model = exp.model.construct(vocab=build_vocabulary(exp, exp.model_class(), train_set, []))
     device = pick_device(None)
-    model.to(device).train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    chars = tokens = 0
-    seconds = 0.0
-    for k, (chunk, batch) in enumerate(batches_for(model, train_set, exp.data_loader, exp.seed, True).epoch(0)):
-        if k > max_batches:
-            break
-        started = time.perf_counter()
-        loss = model(**move_to(batch, device))["loss"]
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        if k == 0:
-            continue  # warm-up
-        seconds += time.perf_counter() - started
-        chars += sum(len(x["chars"]) + len(x.get("chars_b", ())) for x in chunk)
-        tokens += int(batch["lattice"].mask.sum()) if spec["model"]["use_words"] else int(batch["mask"].sum())
-    return {"batches": max_batches, "seconds": seconds, "chars_per_s": chars / seconds if seconds else None,
-            "tokens_per_s": tokens / seconds if seconds else None}
+    state = {}
+    for name, spec in specs.items():
+        exp = build(Experiment, spec)
+        train_set = read_all(exp.dataset_reader, exp.train_data_path)
+        torch.manual_seed(exp.seed)
+        model = exp.model.construct(vocab=build_vocabulary(exp, exp.model_class(), train_set, [])).to(device).train()
+        batches = batches_for(model, train_set, exp.data_loader, exp.seed, True).epoch(0)
+        state[name] = {"model": model, "optimizer": torch.optim.AdamW(model.parameters(), lr=1e-4),
+                       "batches": batches, "words": spec["model"]["use_words"],
+                       "seconds": 0.0, "chars": 0, "tokens": 0, "steps": 0}
+    for k in range(max_batches + 1):
+        for s in state.values():
+            chunk, batch = next(s["batches"], (None, None))
+            if chunk is None:
+                continue
+            started = time.perf_counter()
+            loss = s["model"](**move_to(batch, device))["loss"]
+            s["optimizer"].zero_grad()
+            loss.backward()
+            s["optimizer"].step()
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            if k == 0:
+                continue  # warm-up
+            s["seconds"] += time.perf_counter() - started
+            s["steps"] += 1
+            s["chars"] += sum(len(x["chars"]) + len(x.get("chars_b", ())) for x in chunk)
+            s["tokens"] += int(batch["lattice"].mask.sum()) if s["words"] else int(batch["mask"].sum())
+    return {name: {"batches": s["steps"], "seconds": s["seconds"], "chars_per_s": s["chars"] / s["seconds"],
+                   "tokens_per_s": s["tokens"] / s["seconds"]} for name, s in state.items() if s["seconds"]}
 
 
 def train(spec: dict, run_dir: Path, track: bool, uri: str | None) -> dict:
@@ -137,10 +145,13 @@ def pretrain_all(args) -> dict:
         dev = result.get("validation", {})
         out[name] = {"run_dir": str(run_dir), "spec_hash": result["spec_hash"], "device": result.get("device"),
                      "training_seconds": seconds, **stats, "epochs": args.epochs,
-                     "throughput": throughput(spec, args.throughput_batches),
                      "dev": {k: dev.get(k) for k in ("msp_accuracy", "sop_accuracy", "segment_masked_accuracy",
                                                      "token_masked_accuracy", "msp_loss")}}
         print(json.dumps({name: out[name]}, indent=1), flush=True)
+    speeds = throughput({name: pretrain_spec(name, args.size, args.chars_budget, args.epochs, args.batch_size)
+                         for name in args.models}, args.throughput_batches)
+    for name, speed in speeds.items():
+        out[name]["throughput"] = speed
     return out
 
 

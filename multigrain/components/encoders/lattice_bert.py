@@ -51,12 +51,16 @@ class LatticePositionBias(nn.Module):
         super().__init__()
         self.num_heads, self.head_dim, self.clip, self.max_positions = num_heads, head_dim, clip, max_positions
         self.use_absolute, self.use_distance, self.use_relation = use_absolute, use_distance, use_relation
-        self.start_positions = nn.Embedding(max_positions, embedding_dim)  # P^S
-        self.end_positions = nn.Embedding(max_positions, embedding_dim)  # P^E
-        self.position_query = nn.Linear(2 * embedding_dim, num_heads * head_dim, bias=False)  # U^q
-        self.position_key = nn.Linear(2 * embedding_dim, num_heads * head_dim, bias=False)  # U^k
-        self.distance = nn.Parameter(torch.zeros(4, 2 * clip + 1, num_heads))  # b^ss, b^se, b^es, b^ee
-        self.relation = nn.Parameter(torch.zeros(LB_PAD + 1, num_heads))  # row LB_PAD: padding pairs
+        # only the enabled terms own parameters (a data-parallel run needs every parameter used)
+        if use_absolute:
+            self.start_positions = nn.Embedding(max_positions, embedding_dim)  # P^S
+            self.end_positions = nn.Embedding(max_positions, embedding_dim)  # P^E
+            self.position_query = nn.Linear(2 * embedding_dim, num_heads * head_dim, bias=False)  # U^q
+            self.position_key = nn.Linear(2 * embedding_dim, num_heads * head_dim, bias=False)  # U^k
+        if use_distance:
+            self.distance = nn.Parameter(torch.zeros(4, 2 * clip + 1, num_heads))  # b^ss, b^se, b^es, b^ee
+        if use_relation:
+            self.relation = nn.Parameter(torch.zeros(LB_PAD + 1, num_heads))  # row LB_PAD: padding pairs
         self.cls_to_others = nn.Parameter(torch.zeros(num_heads))  # theta_1: the [CLS] row
         self.others_to_cls = nn.Parameter(torch.zeros(num_heads))  # theta_2: the [CLS] column
 

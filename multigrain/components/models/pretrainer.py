@@ -137,7 +137,8 @@ class Pretrainer(SentenceModel):
         if "lattice" not in batch:
             raise ConfigurationError("the pretrainer needs lattices: give the reader a lattice_builder")
         batch["special"] = pad_ids(special).bool()
-        batch["sop_label"] = torch.tensor(labels, dtype=torch.long)
+        if all("chars_b" in x for x in instances):  # SOP needs two texts in every example
+            batch["sop_label"] = torch.tensor(labels, dtype=torch.long)
         return batch
 
     def text_to_instance(self, data: dict) -> Instance:

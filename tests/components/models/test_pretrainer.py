@@ -162,6 +162,18 @@ def test_masks_are_reproducible_from_seed_and_step(corpus):
     assert torch.equal(again(**batch)["masked"], model(**batch)["masked"])
 
 
+@pytest.mark.parametrize("flags", [{}, {"use_distance": False, "use_relation": False}])
+def test_every_parameter_takes_part(corpus, flags):
+    """A data-parallel run (DDP) needs a gradient for every parameter, ablations included."""
+    spec = pretrain_spec(corpus)
+    spec["model"]["encoder"].update(flags)
+    exp = Run(spec).experiment
+    train = read_all(exp.dataset_reader, exp.train_data_path)
+    model = exp.model.construct(vocab=build_vocabulary(exp, exp.model_class(), train, []))
+    model(**model.tensorize(train[:4]))["loss"].backward()
+    assert [name for name, p in model.named_parameters() if p.grad is None] == []
+
+
 def test_msp_loss_falls_on_a_fixed_tiny_corpus(corpus, single_thread):
     model, batch = model_and_batch(corpus)
     model.eval()
