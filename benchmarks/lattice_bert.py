@@ -25,8 +25,10 @@ fine-tuned on downstream tasks (issue 27). Writes ``benchmarks/results/lattice_b
 
 Runs are ``multigrain.platform.runs.Run`` trainings in ``--runs-dir`` (a finished run directory is
 reused, an interrupted one resumed), logged to MLflow unless ``--no-tracking``. The whole corpus is
-about 10.8M characters (RESULTS.md); on a 2-core CPU choose a budget the timing of a small run
-extrapolates to at most 2 h per pre-training (``--chars-budget`` x ``--epochs`` / characters per s).
+about 10.8M characters (RESULTS.md). Budget: the smoke run trained tiny Lattice-BERT at about 280
+characters/s and the char BERT at about 360 on this 2-core CPU under load, so 2 h per pre-training
+is about 2M characters (e.g. ``--chars-budget 1000000 --epochs 2``); each epoch also evaluates
+500 dev pairs twice (both maskings). On a GPU the budget can be the whole corpus for several epochs.
 """
 from __future__ import annotations
 
