@@ -196,7 +196,7 @@ def finetune_spec(corpus, run_dir, vocabulary=True, weights=None, **encoder):
     model = {"type": "tagger", "embedder": {"type": "lattice_tokens", "embedding_dim": 16, "pretrained": weights},
              "encoder": dict(SIZE, type="lattice_bert", cls="prepend", pretrained=weights, **encoder),
              "head": {"type": "softmax_tagger"}}
-    spec = corpus.spec(model, lattice=True, epochs=12, lr=3e-3)
+    spec = corpus.spec(model, lattice=True, epochs=15, lr=5e-3)
     if vocabulary:
         spec["vocabulary"] = {"directory": str(run_dir / "vocabulary")}
     return spec
@@ -213,7 +213,7 @@ def test_finetuning_loads_the_pretrained_weights_and_trains_a_tagger(corpus, pre
         for name, tensor in module.state_dict().items():
             assert torch.equal(tensor, saved[prefix + name]), prefix + name
     result = run.train()
-    assert result["validation"]["f1"] > 0.5, result["validation"]
+    assert result["validation"]["f1"] > 0.55, result["validation"]  # 0.67 on one thread
 
 
 def test_a_missing_or_mismatching_checkpoint_is_one_error_naming_the_spec_path(corpus, pretrained, tmp_path):
