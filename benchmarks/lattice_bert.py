@@ -151,7 +151,7 @@ def pretrain_all(args) -> dict:
                                                      "token_masked_accuracy", "msp_loss")}}
         print(json.dumps({name: out[name]}, indent=1), flush=True)
     speeds = throughput({name: pretrain_spec(name, args.size, args.chars_budget, args.epochs, args.batch_size)
-                         for name in args.models}, args.throughput_batches)
+                         for name in args.models}, args.throughput_batches) if args.throughput_batches else {}
     for name, speed in speeds.items():
         out[name]["throughput"] = speed
     return out
@@ -258,7 +258,7 @@ def section(report: dict) -> list[str]:
                   "train tokens/s | dev MSP acc | segment-masked acc | token-masked acc | SOP acc |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for name, r in pre.items():
-            d, speed = r["dev"], r["throughput"]
+            d, speed = r["dev"], r.get("throughput") or {"chars_per_s": float("nan"), "tokens_per_s": float("nan")}
             pct = lambda v: "–" if v is None else f"{100 * v:.1f}"  # noqa: E731
             lines.append(f"| {name} | {r['chars'] * r['epochs']:,} | {r['tokens'] * r['epochs']:,} | "
                          f"{r['training_seconds']:.0f} | {speed['chars_per_s']:.0f} | {speed['tokens_per_s']:.0f} | "
