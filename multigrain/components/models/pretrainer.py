@@ -12,9 +12,11 @@ process) and packs ``[CLS] first [SEP] second [SEP]`` with the lattices (``model
 1. units: the lattice's minimal segments (``masking: segment``), or every token (``token``,
    the paper's -MSP plain MLM); [CLS]/[SEP] are never masked;
 2. ``models/masking.py`` chooses whole units (~15% of the tokens, at most 20 per row) and
-   corrupts them 80/10/10, from a generator seeded by ``(seed, step)``: ``step`` counts the
-   training batches (a buffer saved in the checkpoint, so a resumed run continues the sequence);
-   evaluation uses its own counter from 0 at every evaluation (the same masks each epoch);
+   corrupts them 80/10/10, from draws hashed from ``(seed, step, the example's packed text,
+   position)``: ``step`` counts the training batches (a buffer saved in the checkpoint, so a
+   resumed run continues the sequence; data-parallel workers count alike, and an example is
+   masked the same whatever batch or worker it is in); evaluation counts its own batches from 0
+   at every evaluation (the same masks each epoch);
 3. embedder (one table over characters + words, ``lattice_tokens``) -> encoder
    (``lattice_bert``; ``char_bert`` with ``use_words: false``, the words then only shape the
    segments, i.e. whole-word masking of characters);
@@ -29,6 +31,7 @@ second and low on the first.
 """
 from __future__ import annotations
 
+import zlib
 from collections import Counter
 from typing import Any, Literal, Optional
 
@@ -39,7 +42,7 @@ from multigrain.components.encoders.factorised import TokenPositions
 from multigrain.components.heads.pretraining import MaskedTokenHead, SentenceOrderHead
 from multigrain.components.lattice.structure import segments as lattice_segments
 from multigrain.components.models.base import count_lattice_words
-from multigrain.components.models.masking import choose_units, corrupt, token_units
+from multigrain.components.models.masking import choose_units, corrupt, hashed_uniform, token_units
 from multigrain.components.models.packing import CLS, SEP, Part, pack
 from multigrain.components.models.sentence import SentenceModel
 from multigrain.components.readers.files import stable_bucket
@@ -137,6 +140,9 @@ class Pretrainer(SentenceModel):
         if "lattice" not in batch:
             raise ConfigurationError("the pretrainer needs lattices: give the reader a lattice_builder")
         batch["special"] = pad_ids(special).bool()
+        # what an example's masking is drawn from (with the seed and the step): its packed text
+        batch["example_keys"] = torch.tensor([zlib.crc32("\t".join(p.tokens).encode("utf-8")) for p in packed],
+                                             dtype=torch.long)
         if all("chars_b" in x for x in instances):  # SOP needs two texts in every example
             batch["sop_label"] = torch.tensor(labels, dtype=torch.long)
         return batch
@@ -145,15 +151,17 @@ class Pretrainer(SentenceModel):
         raise NotImplementedError("a pre-training model predicts nothing; fine-tune it (jsonnet_configs/finetune)")
 
     # computation ---------------------------------------------------------------------------------
-    def generator(self, device) -> torch.Generator:
+    def next_step(self) -> int:
+        """The masking step: the training batch counter (then advanced), or ``-1 - k`` for the
+        k-th batch of an evaluation."""
         if self.training:
             step = int(self.step)
             self.step += 1
         else:
             step, self.eval_step = -1 - self.eval_step, self.eval_step + 1
-        return torch.Generator(device=device).manual_seed((self.seed * 1_000_003 + step) % (2**63))
+        return step
 
-    def masked_pass(self, masking: str, chars, mask, lattice, special, segments, generator) -> dict:
+    def masked_pass(self, masking: str, chars, mask, lattice, special, segments, keys, step: int) -> dict:
         """One masking of the batch, the encoder, the MSP head: targets, predictions and loss."""
         emb: LatticeTokenEmbedder = self.embedder
         n = chars.shape[1]
@@ -170,9 +178,12 @@ class Pretrainer(SentenceModel):
             is_char = mask
             positions = TokenPositions.characters(mask)
             starts = positions.starts
-        chosen, action = choose_units(units, token_mask & not_special, self.mask_ratio, self.max_predictions, generator)
+        T = units.shape[1]
+        draws = [hashed_uniform(self.seed, step, keys, T, stream) for stream in range(3)]
+        chosen, action = choose_units(units, token_mask & not_special, self.mask_ratio, self.max_predictions,
+                                      draws[0], draws[1])
         word_range = (emb.num_chars + 2, emb.vocab_size)
-        corrupted = corrupt(ids, chosen, action, is_char, self.mask_id, (2, emb.num_chars), word_range, generator)
+        corrupted = corrupt(ids, chosen, action, is_char, self.mask_id, (2, emb.num_chars), word_range, draws[2])
         inputs = emb.embed(corrupted, emb.token_types(segments, starts))
         states, cls = self.encoder.encode_tokens(inputs, positions)
         targets = ids[chosen]
@@ -180,11 +191,12 @@ class Pretrainer(SentenceModel):
         return {"out": out, "targets": targets, "cls": cls, "chosen": chosen, "corrupted": corrupted}
 
     def forward(self, chars: torch.Tensor, mask: torch.Tensor, lattice, special: torch.Tensor,
-                sop_label: Optional[torch.Tensor] = None, segments: Optional[torch.Tensor] = None,
-                **unused) -> dict[str, torch.Tensor]:
-        """chars, segments, special, mask ``[B, n]``; lattice (LatticeBatch ``[B, T]``); sop_label ``[B]``."""
-        g = self.generator(chars.device)
-        own = self.masked_pass(self.masking, chars, mask, lattice, special, segments, g)
+                example_keys: torch.Tensor, sop_label: Optional[torch.Tensor] = None,
+                segments: Optional[torch.Tensor] = None, **unused) -> dict[str, torch.Tensor]:
+        """chars, segments, special, mask ``[B, n]``; lattice (LatticeBatch ``[B, T]``); sop_label,
+        example_keys ``[B]``."""
+        step = self.next_step()
+        own = self.masked_pass(self.masking, chars, mask, lattice, special, segments, example_keys, step)
         msp = own["out"]
         loss = msp["loss"]
         output = {"msp_loss": msp["loss"].detach(), "masked": own["chosen"], "masked_input": own["corrupted"],
@@ -199,7 +211,7 @@ class Pretrainer(SentenceModel):
                 self.counts.add(sop_right=int((sop["predictions"] == sop_label).sum()), sop_total=len(sop_label))
         if not self.training:  # the leakage check: the other masking, measured the same way
             other = "token" if self.masking == "segment" else "segment"
-            check = self.masked_pass(other, chars, mask, lattice, special, segments, g)
+            check = self.masked_pass(other, chars, mask, lattice, special, segments, example_keys, step)
             right_other = int((check["out"]["predictions"] == check["targets"]).sum())
             self.counts.add(**{f"{self.masking}_right": right, f"{self.masking}_total": len(own["targets"]),
                                f"{other}_right": right_other, f"{other}_total": len(check["targets"])})

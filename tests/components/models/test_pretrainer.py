@@ -10,7 +10,8 @@ import torch
 
 from multigrain.components.lattice.structure import segments
 from multigrain.components.lattice.types import Lattice, LatticeBatch
-from multigrain.components.models.masking import KEPT, MASKED, RANDOM, choose_units, corrupt, token_units
+from multigrain.components.models.masking import (KEPT, MASKED, RANDOM, choose_units, corrupt, hashed_uniform,
+                                                  token_units)
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.experiment import build_vocabulary, read_all
 from multigrain.platform.runs import Run
@@ -62,9 +63,10 @@ def test_segment_masking_never_leaves_a_token_of_a_hidden_segment_visible():
         eligible = batch.mask
         g = torch.Generator().manual_seed(seed)
         units = segments(batch.starts, batch.ends, batch.n_chars, batch.mask)
-        chosen, action = choose_units(units, eligible, 0.15, 20, g)
+        draws = [torch.rand(batch.mask.shape, generator=g) for _ in range(3)]
+        chosen, action = choose_units(units, eligible, 0.15, 20, draws[0], draws[1])
         ids = batch.token_ids
-        out = corrupt(ids, chosen, action, batch.is_char, 1, (2, 9), (9, 30), g)
+        out = corrupt(ids, chosen, action, batch.is_char, 1, (2, 9), (9, 30), draws[2])
         hidden = chosen & (action != KEPT)
         for b, lat in enumerate(lattices):
             for i, j in overlapping_pairs(lat):
@@ -80,7 +82,7 @@ def test_segment_masking_never_leaves_a_token_of_a_hidden_segment_visible():
             assert ((out[b][chars] >= 2) & (out[b][chars] < 9)).all()
             assert ((out[b][randomised & ~batch.is_char[b]] >= 9)).all()
         # the same test fails for plain token masking (the -MSP ablation): the oracle can tell
-        t_chosen, _ = choose_units(token_units(batch.mask), eligible, 0.15, 20, g)
+        t_chosen, _ = choose_units(token_units(batch.mask), eligible, 0.15, 20, draws[0], draws[1])
         leaks_with_token_masking += sum(bool(t_chosen[b, i]) != bool(t_chosen[b, j])
                                         for b, lat in enumerate(lattices) for i, j in overlapping_pairs(lat))
     assert leaks_with_token_masking > 0
@@ -92,7 +94,8 @@ def test_about_fifteen_percent_of_tokens_in_whole_segments():
                 for _ in range(64)]
     batch = LatticeBatch.collate(lattices, lambda t, c: 5)
     units = segments(batch.starts, batch.ends, batch.n_chars, batch.mask)
-    chosen, action = choose_units(units, batch.mask, 0.15, 20, torch.Generator().manual_seed(rng.randrange(99)))
+    g = torch.Generator().manual_seed(rng.randrange(99))
+    chosen, action = choose_units(units, batch.mask, 0.15, 20, *torch.rand(2, *batch.mask.shape, generator=g))
     per_row = chosen.sum(1).float()
     target = round(0.15 * batch.mask[0].sum().item())  # 58 tokens: 9
     largest = 7  # the segment 研究生活: 4 characters and 3 words
@@ -145,14 +148,14 @@ def model_and_batch(corpus, masking="segment"):
     train = read_all(exp.dataset_reader, exp.train_data_path)
     torch.manual_seed(0)
     model = exp.model.construct(vocab=build_vocabulary(exp, exp.model_class(), train, []))
-    return model, model.tensorize(train)
+    return model, model.tensorize(train), train
 
 
 def test_masks_are_reproducible_from_seed_and_step(corpus):
-    model, batch = model_and_batch(corpus)
+    model, batch, _ = model_and_batch(corpus)
     model.train()
     first = [model(**batch)["masked"] for _ in range(3)]
-    again, _ = model_and_batch(corpus)
+    again, _, _ = model_and_batch(corpus)
     again.train()
     again.load_state_dict(model.state_dict())  # a resumed run: its step counter comes back with the weights
     model.step.zero_()
@@ -174,8 +177,26 @@ def test_every_parameter_takes_part(corpus, flags):
     assert [name for name, p in model.named_parameters() if p.grad is None] == []
 
 
+def test_an_examples_masking_does_not_depend_on_its_batch(corpus):
+    """Hashed draws: the same example at the same step is masked alike alone or in any batch (so
+    data-parallel workers mask as one process would), and the draws look uniform."""
+    model, _, instances = model_and_batch(corpus)
+    model.train()
+    for others in ([], instances[1:3], instances[3:10]):
+        model.step.fill_(7)
+        batch = model.tensorize([instances[0]] + others)
+        masked = model(**batch)["masked"]
+        row = masked[0, : int(batch["lattice"].mask[0].sum())]
+        if not others:
+            alone = row
+        assert torch.equal(row, alone)
+    draws = hashed_uniform(5, 3, torch.arange(200), 500, 0)
+    assert abs(float(draws.mean()) - 0.5) < 0.01 and float(draws.min()) >= 0 and float(draws.max()) < 1
+    assert not torch.equal(draws, hashed_uniform(5, 4, torch.arange(200), 500, 0))
+
+
 def test_msp_loss_falls_on_a_fixed_tiny_corpus(corpus, single_thread):
-    model, batch = model_and_batch(corpus)
+    model, batch, _ = model_and_batch(corpus)
     model.eval()
     before = float(model(**batch)["msp_loss"])
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
