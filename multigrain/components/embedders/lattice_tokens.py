@@ -13,6 +13,7 @@ vocabulary must then be that run's (``vocabulary.directory``), else the table si
 """
 from __future__ import annotations
 
+import json
 from typing import Optional
 
 import torch
@@ -24,10 +25,22 @@ from multigrain.platform.kinds import TokenEmbedder
 from multigrain.platform.vocab import Vocabulary
 
 
-def check_same_vocabulary(vocab: Vocabulary, pretrained: str, namespaces) -> None:
-    """The rows of ``tokens`` must mean what they meant in pre-training: when the checkpoint sits
-    in a run directory with its ``vocabulary/``, the namespaces must equal that vocabulary's."""
-    saved = checkpoint_file(pretrained).parent / "vocabulary"
+def check_same_inputs(vocab: Vocabulary, pretrained: str, words: bool) -> None:
+    """The rows of ``tokens`` must mean what they meant in pre-training. When the checkpoint sits
+    in a run directory: the run embedded words too iff this embedder does (its ``config.json``),
+    and the namespaces equal that run's ``vocabulary/``."""
+    run = checkpoint_file(pretrained).parent
+    try:
+        embedder = json.loads((run / "config.json").read_text(encoding="utf-8"))["model"]["embedder"]
+        theirs_words = embedder.get("words", True) if embedder.get("type") == "lattice_tokens" else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        theirs_words = None
+    if theirs_words is not None and theirs_words != words:
+        kinds = {True: "words: true (lattice_bert)", False: "words: false (char_bert)"}
+        raise ConfigurationError(f"pretrained: {run} was pre-trained with {kinds[theirs_words]}; this embedder has "
+                                 f"{kinds[words]}: fine-tune it with the encoder it was pre-trained with")
+    namespaces = ("chars", "words") if words else ("chars",)
+    saved = run / "vocabulary"
     if not (saved / "vocabulary.json").is_file():
         return
     theirs = Vocabulary.load(saved)
@@ -55,7 +68,7 @@ class LatticeTokenEmbedder(TokenEmbedder):
         with torch.no_grad():
             self.tokens.weight[0].zero_()
         if pretrained:
-            check_same_vocabulary(vocab, pretrained, ("chars", "words") if words else ("chars",))
+            check_same_inputs(vocab, pretrained, words)
             load_pretrained(self, pretrained, "embedder.")
 
     def get_output_dim(self) -> int:

@@ -247,11 +247,15 @@ def test_a_missing_or_mismatching_checkpoint_is_one_error_naming_the_spec_path(c
         Run(finetune_spec(corpus, run_dir, hidden_size=16), tmp_path / "b").train()
     with pytest.raises(ConfigurationError, match=r"model\.embedder.*vocabulary differs"):
         Run(finetune_spec(corpus, run_dir, vocabulary=False), tmp_path / "c").train()
+    char_spec = finetune_spec(corpus, run_dir)
+    char_spec["model"]["embedder"]["words"] = False
+    with pytest.raises(ConfigurationError, match=r"model\.embedder.*pre-trained with words: true"):
+        Run(char_spec, tmp_path / "e").train()
     (tmp_path / "junk").mkdir()
     (tmp_path / "junk" / "best.pt").write_bytes(b"not a checkpoint")
     with pytest.raises(ConfigurationError, match=r"not a multigrain checkpoint"):
         Run(finetune_spec(corpus, run_dir, weights=tmp_path / "junk"), tmp_path / "d").train()
-    assert not any((tmp_path / d).exists() and any((tmp_path / d).iterdir()) for d in "abcd")  # nothing written
+    assert not any((tmp_path / d).exists() and any((tmp_path / d).iterdir()) for d in "abcde")  # nothing written
 
 
 # ----------------------------------------------------------------------------- shipped specs
