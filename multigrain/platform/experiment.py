@@ -116,7 +116,9 @@ def build_vocabulary(exp: Experiment, model_cls: type, train: list, others: list
         extra = exp.vocabulary.pretrained_tokens(every)
     from multigrain.platform.vocab import Vocabulary
 
-    return Vocabulary.from_counters(counters, exp.vocabulary.min_count, exp.vocabulary.max_size, extra)
+    vocab = Vocabulary.from_counters(counters, exp.vocabulary.min_count, exp.vocabulary.max_size, extra)
+    fixed = exp.vocabulary.fixed()
+    return vocab.with_namespaces_of(fixed) if fixed is not None else vocab
 
 
 def batches_for(model: Model, instances: list, cfg: DataLoaderConfig, seed: int, train: bool) -> BatchIterator:

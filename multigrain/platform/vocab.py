@@ -57,6 +57,13 @@ class Vocabulary:
         return vocab
 
     # lookups --------------------------------------------------------------
+    def with_namespaces_of(self, other: "Vocabulary") -> "Vocabulary":
+        """This vocabulary with every namespace of ``other`` replaced by (or added as) ``other``'s."""
+        merged = Vocabulary({ns: self.tokens(ns) for ns in self.namespaces()})
+        for ns in other.namespaces():
+            merged._set(ns, other.tokens(ns))
+        return merged
+
     def namespaces(self) -> list[str]:
         return sorted(self._itos)
 
@@ -109,13 +116,30 @@ class VocabularyConfig:
     tokens of *any* split (dev and test included, as AllenNLP and the Lattice LSTM code do) that
     the file has a vector for join that namespace, so the embedder can load their vectors; a
     token seen only outside training and not in the file stays out of vocabulary. The
-    embedder still needs the same file in its own ``*_pretrained_file`` argument."""
+    embedder still needs the same file in its own ``*_pretrained_file`` argument.
+
+    ``directory``: a saved vocabulary (a run's ``vocabulary/`` folder, e.g. of the run whose
+    weights a model starts from): every namespace it holds is taken from it as it is, row for row;
+    only the namespaces it lacks (a task's labels) are built from the data."""
 
     def __init__(self, min_count: Optional[dict[str, int]] = None, max_size: Optional[dict[str, int]] = None,
-                 pretrained_files: Optional[dict[str, str]] = None):
+                 pretrained_files: Optional[dict[str, str]] = None, directory: Optional[str] = None):
         self.min_count = min_count or {}
         self.max_size = max_size or {}
         self.pretrained_files = pretrained_files or {}
+        if directory is not None and not (Path(directory) / "vocabulary.json").is_file():
+            raise ConfigurationError(f"directory: {directory} holds no vocabulary.json (give a run's vocabulary folder)")
+        self.directory = directory
+
+    def fixed(self) -> Optional["Vocabulary"]:
+        """The vocabulary of ``directory`` (None without one); a damaged file is a ConfigurationError."""
+        if self.directory is None:
+            return None
+        try:
+            return Vocabulary.load(self.directory)
+        except (OSError, ValueError, TypeError, AttributeError) as e:
+            raise ConfigurationError(f"vocabulary.directory: {self.directory}/vocabulary.json is not a vocabulary "
+                                     f"({e})") from None
 
     def pretrained_tokens(self, counters: dict[str, Counter]) -> dict[str, list[str]]:
         """Per namespace with a pretrained file: the tokens of ``counters`` (all splits) that the

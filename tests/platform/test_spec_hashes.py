@@ -80,6 +80,17 @@ SHIPPED = {
     "pair/bq_big_vec.jsonnet": ("b924c9eece3ef20bf3b0ad40a4e4d3dc5b4e7e4e85e2f4d9bba2ef1ff7f9eb22", {"vectors": "runs/vectors"}),
     "pair/bq_hrmf.jsonnet": ("6345dde238f55d803f91cbe96e84ae9cc3b8e5863d9b3415722bc4ed1aaf3434", {}),
     "pair/bq_mwa.jsonnet": ("34398407a90e934ca0aedc336beb7027212777cf7c430d9a36cb5961c4c75a84", {}),
+    "finetune/bq.jsonnet": ("3de55b7271ea9daa47452d6ce1c03569f7e015b9aef965aedd965664bc53ab76", {"pretrained": "runs/lattice_bert_tiny", "encoder": "lattice_bert"}),
+    "finetune/chnsenticorp.jsonnet": ("9c65938e331d5bb4dfba48aa7436423b68e863ef1b8445e1c79bdd764ae6534b", {"pretrained": "runs/lattice_bert_tiny", "encoder": "lattice_bert"}),
+    "finetune/cmrc2018.jsonnet": ("ae6d23dc4c6e62da906f83b093dcd418f46b6a418825fee42235e723d68cfbae", {"pretrained": "runs/lattice_bert_tiny", "encoder": "lattice_bert"}),
+    "finetune/msra_ner.jsonnet": ("2cd77670f5bb298ec9e37e4011a618478dec092781374c0cdff0322b772f9a18", {"pretrained": "runs/lattice_bert_tiny", "encoder": "lattice_bert"}),
+    "finetune/resume_ner.jsonnet": ("978b118070e1e9b114e3113743e40bd434d0ad1c2f53d574831eb93bea692a9e", {"pretrained": "runs/lattice_bert_tiny", "encoder": "lattice_bert"}),
+    "finetune/thucnews.jsonnet": ("d9603d123608f8cb59801bf18f343246853f84127139e0fb9cdb04bb8d277629", {"pretrained": "runs/lattice_bert_tiny", "encoder": "lattice_bert"}),
+    "pretrain/char_bert_tiny.jsonnet": ("d259114e79ceaed6305b196fe77078fcdc0fb2ac8c4696de3cd343fa40554934", {}),
+    "pretrain/lattice_bert_base.jsonnet": ("77cf2ff781b16bef1571182233d7504f1c6fb4dc97820818288bb12e4986196c", {}),
+    "pretrain/lattice_bert_lite.jsonnet": ("40df7d2c2b2bb44def220c567bd2c49c066886ba68c0291fc2689e7a3aa84b0a", {}),
+    "pretrain/lattice_bert_tiny.jsonnet": ("d04955e03ad471e2e674062e7897a1175b7fbd7472ee8f24927faf9ae3f41f25", {}),
+    "pretrain/lattice_bert_tiny_mlm.jsonnet": ("6160a6c84df17a44c3caa36e7a4dded3038e2e83122ee86f4ffdf23a2b305722", {}),
 }
 
 

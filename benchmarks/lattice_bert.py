@@ -1,0 +1,339 @@
+"""Lattice-BERT vs a character BERT of the same size, pre-trained on the same characters, then
+fine-tuned on downstream tasks (issue 27). Writes ``benchmarks/results/lattice_bert.json`` and the
+``## Lattice-BERT`` section of benchmarks/RESULTS.md.
+
+    python benchmarks/lattice_bert.py --chars-budget N [--epochs E] [--size tiny]
+        [--tasks resume msra chnsenticorp bq] [--seeds 3] [--finetune-epochs K]
+        [--finetune-max-instances M] [--workers 1 2] [--runs-dir runs/lattice_bert]
+        [--results benchmarks/RESULTS.md] [--out benchmarks/results/lattice_bert.json]
+    python benchmarks/lattice_bert.py --count-corpus      # characters of each corpus source
+
+1. Pre-training (``jsonnet_configs/pretrain``): Lattice-BERT with MSP, the -MSP ablation (plain
+   MLM over lattice tokens) and the character BERT, each reading the first ``--chars-budget``
+   characters of the default corpus for ``--epochs`` epochs: all three process the same
+   characters (budget x epochs). Reported per model: wall time, characters/s and lattice tokens/s
+   (tokens = what the encoder reads: characters, words, [CLS]/[SEP]; timed on
+   ``--throughput-batches`` training batches, the models' steps interleaved, validation excluded),
+   the dev MSP accuracy, SOP
+   accuracy and the leakage check (dev masked-token accuracy under whole-segment masking and under
+   token masking, each model measured both ways).
+2. Fine-tuning (``jsonnet_configs/finetune``): every task x seed from each pre-trained model;
+   test F1 (NER), accuracy (classification, pairs), F1/EM (CMRC 2018).
+3. ``--workers 1 2``: pre-training wall time with ``multigrain train --workers N`` (Ray Train,
+   data parallel) on the same spec; skipped when this checkout's ``multigrain train`` has no
+   ``--workers``.
+
+Runs are ``multigrain.platform.runs.Run`` trainings in ``--runs-dir`` (a finished run directory is
+reused, an interrupted one resumed), logged to MLflow unless ``--no-tracking``. The whole corpus is
+about 10.8M characters (RESULTS.md). Budget: the smoke run trained tiny Lattice-BERT at about 280
+characters/s and the char BERT at about 360 on this 2-core CPU under load, so 2 h per pre-training
+is about 2M characters (e.g. ``--chars-budget 1000000 --epochs 2``); each epoch also evaluates
+500 dev pairs twice (both maskings). On a GPU the budget can be the whole corpus for several epochs.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+PRETRAINED = {  # name -> (pre-training spec, encoder for the fine-tuning specs)
+    "lattice_bert": ("lattice_bert_{size}", "lattice_bert"),
+    "lattice_bert_mlm": ("lattice_bert_{size}_mlm", "lattice_bert"),
+    "char_bert": ("char_bert_{size}", "char_bert"),
+}
+FINETUNE = {"resume": "resume_ner", "msra": "msra_ner", "chnsenticorp": "chnsenticorp", "thucnews": "thucnews",
+            "bq": "bq", "cmrc2018": "cmrc2018"}
+HEADLINE = {"ner": "f1", "cls": "accuracy", "pair": "accuracy", "mrc": "f1"}
+
+
+def pretrain_spec(name: str, size: str, chars_budget: int, epochs: int, batch_size: int | None) -> dict:
+    from multigrain.platform.specs import load_spec
+
+    stem = PRETRAINED[name][0].format(size=size)
+    spec = load_spec(ROOT / "jsonnet_configs" / "pretrain" / f"{stem}.jsonnet")
+    spec["dataset_reader"]["max_chars"] = chars_budget
+    spec["trainer"]["num_epochs"] = epochs
+    if batch_size:
+        spec["data_loader"]["batch_size"] = batch_size
+    return spec
+
+
+def corpus_stats(spec: dict) -> dict:
+    """Characters and lattice tokens (the encoder's input, [CLS]/[SEP] included) of one epoch."""
+    from multigrain.platform.config import build
+    from multigrain.platform.experiment import Experiment
+
+    exp = build(Experiment, spec)
+    chars = tokens = instances = 0
+    words = spec["model"]["use_words"]
+    for x in exp.dataset_reader.read(exp.train_data_path):
+        n = len(x["chars"]) + len(x.get("chars_b", ()))
+        chars += n
+        instances += 1
+        tokens += 3 + (x["lattice"].n_tokens + x["lattice_b"].n_tokens if words else n)
+    return {"instances": instances, "chars": chars, "tokens": tokens}
+
+
+def throughput(specs: dict, max_batches: int) -> dict:
+    """Training speed of each model (name -> spec) on its spec's first ``max_batches`` batches
+    (forward, backward, AdamW step; one warm-up batch first), validation excluded: characters/s
+    and lattice tokens/s. The models' steps are interleaved (A, B, C, A, B, C, ...) so that a
+    machine whose load changes slows them alike."""
+    import torch
+
+    from multigrain.platform.config import build
+    from multigrain.platform.experiment import Experiment, batches_for, build_vocabulary, read_all
+    from multigrain.platform.training import move_to, pick_device
+
+    device = pick_device(None)
+    state = {}
+    for name, spec in specs.items():
+        exp = build(Experiment, spec)
+        train_set = read_all(exp.dataset_reader, exp.train_data_path)
+        torch.manual_seed(exp.seed)
+        model = exp.model.construct(vocab=build_vocabulary(exp, exp.model_class(), train_set, [])).to(device).train()
+        batches = batches_for(model, train_set, exp.data_loader, exp.seed, True).epoch(0)
+        state[name] = {"model": model, "optimizer": torch.optim.AdamW(model.parameters(), lr=1e-4),
+                       "batches": batches, "words": spec["model"]["use_words"],
+                       "seconds": 0.0, "chars": 0, "tokens": 0, "steps": 0}
+    for k in range(max_batches + 1):
+        for s in state.values():
+            chunk, batch = next(s["batches"], (None, None))
+            if chunk is None:
+                continue
+            started = time.perf_counter()
+            loss = s["model"](**move_to(batch, device))["loss"]
+            s["optimizer"].zero_grad()
+            loss.backward()
+            s["optimizer"].step()
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            if k == 0:
+                continue  # warm-up
+            s["seconds"] += time.perf_counter() - started
+            s["steps"] += 1
+            s["chars"] += sum(len(x["chars"]) + len(x.get("chars_b", ())) for x in chunk)
+            s["tokens"] += int(batch["lattice"].mask.sum()) if s["words"] else int(batch["mask"].sum())
+    return {name: {"batches": s["steps"], "seconds": s["seconds"], "chars_per_s": s["chars"] / s["seconds"],
+                   "tokens_per_s": s["tokens"] / s["seconds"]} for name, s in state.items() if s["seconds"]}
+
+
+def train(spec: dict, run_dir: Path, track: bool, uri: str | None) -> dict:
+    from results_md import train_or_reuse
+
+    return train_or_reuse(spec, run_dir, uri, track=track)
+
+
+def pretrain_all(args) -> dict:
+    from multigrain.platform.specs import spec_hash
+
+    out = {}
+    for name in args.models:
+        spec = pretrain_spec(name, args.size, args.chars_budget, args.epochs, args.batch_size)
+        run_dir = Path(args.runs_dir) / f"pretrain-{name}-{spec_hash(spec)[:8]}"
+        stats = corpus_stats(spec)
+        started = time.time()
+        result = train(spec, run_dir, not args.no_tracking, args.tracking_uri)
+        seconds = result.get("training_seconds") or (time.time() - started)
+        dev = result.get("validation", {})
+        out[name] = {"run_dir": str(run_dir), "spec_hash": result["spec_hash"], "device": result.get("device"),
+                     "training_seconds": seconds, **stats, "epochs": args.epochs,
+                     "dev": {k: dev.get(k) for k in ("msp_accuracy", "sop_accuracy", "segment_masked_accuracy",
+                                                     "token_masked_accuracy", "msp_loss")}}
+        print(json.dumps({name: out[name]}, indent=1), flush=True)
+    speeds = throughput({name: pretrain_spec(name, args.size, args.chars_budget, args.epochs, args.batch_size)
+                         for name in args.models}, args.throughput_batches) if args.throughput_batches else {}
+    for name, speed in speeds.items():
+        out[name]["throughput"] = speed
+    return out
+
+
+def finetune_all(args, pretrained: dict) -> dict:
+    from multigrain.platform.specs import load_spec, spec_hash
+
+    out: dict = {}
+    for task in args.tasks:
+        for name in args.finetune_models:
+            encoder = PRETRAINED[name][1]
+            for seed in range(13, 13 + args.seeds):
+                spec = load_spec(ROOT / "jsonnet_configs" / "finetune" / f"{FINETUNE[task]}.jsonnet",
+                                 ext_vars={"pretrained": pretrained[name]["run_dir"], "encoder": encoder})
+                spec["seed"] = seed
+                if args.finetune_epochs:
+                    spec["trainer"]["num_epochs"] = args.finetune_epochs
+                if args.finetune_max_instances:
+                    for key in ("dataset_reader", "validation_dataset_reader", "test_dataset_reader"):
+                        if key in spec:
+                            spec[key]["max_instances"] = args.finetune_max_instances
+                    if "validation_dataset_reader" not in spec:  # the test set is read with it
+                        spec["validation_dataset_reader"] = dict(spec["dataset_reader"])
+                run_dir = Path(args.runs_dir) / f"finetune-{task}-{name}-seed{seed}-{spec_hash(spec)[:8]}"
+                result = train(spec, run_dir, not args.no_tracking, args.tracking_uri)
+                metric = HEADLINE[spec["task"]]
+                test = result.get("test", {})
+                row = out.setdefault(task, {}).setdefault(name, {"metric": metric, "seeds": {}})
+                row["seeds"][seed] = {metric: test.get(metric), "em": test.get("em"),
+                                      "seconds": result.get("seconds")}
+                print(task, name, seed, metric, test.get(metric), flush=True)
+    return out
+
+
+def workers_scaling(args) -> dict:
+    """Wall time of ``multigrain train --workers N`` on the Lattice-BERT spec (same global batch)."""
+    help_text = subprocess.run([sys.executable, "-m", "multigrain.platform.cli", "train", "--help"], cwd=ROOT,
+                               capture_output=True, text=True).stdout
+    if "--workers" not in help_text:
+        return {"skipped": "this checkout's multigrain train has no --workers (Ray Train: another branch)"}
+    out = {}
+    spec = ROOT / "jsonnet_configs" / "pretrain" / f"lattice_bert_{args.size}.jsonnet"
+    for n in args.workers:
+        run_dir = Path(args.runs_dir) / f"workers{n}-{int(time.time())}"
+        started = time.time()
+        proc = subprocess.run([sys.executable, "-m", "multigrain.platform.cli", "train", str(spec), "-s", str(run_dir),
+                               "--workers", str(n), "--no-tracking", "-o", f"dataset_reader.max_chars={args.chars_budget}",
+                               "-o", f"trainer.num_epochs={args.epochs}"], cwd=ROOT, capture_output=True, text=True)
+        out[n] = {"seconds": time.time() - started, "returncode": proc.returncode,
+                  "error": proc.stderr[-500:] if proc.returncode else None}
+    return out
+
+
+def count_corpus() -> list:
+    """(source, texts, characters) of every source of the default corpus, pieces as the reader cuts them."""
+    from multigrain.components.readers.corpus import TextCorpusReader
+    from multigrain.platform.config import build
+    from multigrain.platform.specs import load_spec
+
+    spec = load_spec(ROOT / "jsonnet_configs" / "pretrain" / "lattice_bert_tiny.jsonnet")["dataset_reader"]
+    spec = {k: v for k, v in spec.items() if k not in ("type", "lattice_builder")}
+    reader = build(TextCorpusReader, dict(spec, split="all", max_chars=None))
+    root = str((ROOT / "../shared/data").resolve())
+    rows = []
+    for source in reader.sources:
+        texts = chars = 0
+        for _, _, piece in reader.source_pieces(root, source):
+            texts += 1
+            chars += len(piece)
+        rows.append({"source": source.path, "fields": source.fields if source.reader else "plain lines",
+                     "pieces": texts, "chars": chars})
+        print(rows[-1], flush=True)
+    return rows
+
+
+def mean_std(values: list) -> str:
+    values = [v for v in values if v is not None]
+    if not values:
+        return "–"
+    std = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{100 * statistics.fmean(values):.2f} ± {100 * std:.2f}"
+
+
+def section(report: dict) -> list[str]:
+    lines = []
+    corpus = report.get("corpus")
+    if corpus:
+        total = sum(r["chars"] for r in corpus)
+        lines += ["", "Pre-training corpus (`jsonnet_configs/lib/lattice_bert.libsonnet`: every Chinese text under "
+                  "../shared/data that is not a dev or test split; pieces of at most 62 characters as the "
+                  "`text_corpus` reader cuts them, consecutive duplicates read once; characters are character "
+                  "tokens, a run of Latin letters/digits counting one):", "",
+                  "| source | fields | pieces | characters |", "|---|---|---:|---:|"]
+        lines += [f"| `{r['source']}` | {r['fields'] if isinstance(r['fields'], str) else ', '.join(r['fields'])} | "
+                  f"{r['pieces']:,} | {r['chars']:,} |" for r in corpus]
+        lines += [f"| **total** | | {sum(r['pieces'] for r in corpus):,} | **{total:,}** |"]
+    pre = report.get("pretraining")
+    if pre:
+        setup = report["setup"]
+        lines += ["", f"Pre-training ({setup['size']}, budget {setup['chars_budget']:,} characters x {setup['epochs']} "
+                  f"epochs, {setup['device']}; dev = 1% of the corpus by hash, at most 500 pairs):", "",
+                  "| model | characters | lattice tokens | training s (with validation) | train chars/s | "
+                  "train tokens/s | dev MSP acc | segment-masked acc | token-masked acc | SOP acc |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for name, r in pre.items():
+            d, speed = r["dev"], r.get("throughput") or {"chars_per_s": float("nan"), "tokens_per_s": float("nan")}
+            pct = lambda v: "–" if v is None else f"{100 * v:.1f}"  # noqa: E731
+            lines.append(f"| {name} | {r['chars'] * r['epochs']:,} | {r['tokens'] * r['epochs']:,} | "
+                         f"{r['training_seconds']:.0f} | {speed['chars_per_s']:.0f} | {speed['tokens_per_s']:.0f} | "
+                         f"{pct(d['msp_accuracy'])} | {pct(d['segment_masked_accuracy'])} | "
+                         f"{pct(d['token_masked_accuracy'])} | {pct(d['sop_accuracy'])} |")
+    fine = report.get("finetuning")
+    if fine:
+        names = sorted({n for t in fine.values() for n in t})
+        lines += ["", "Fine-tuning, test score (mean ± std over seeds, %):", "",
+                  "| task | metric | " + " | ".join(names) + " |", "|---|---|" + "---:|" * len(names)]
+        for task, rows in fine.items():
+            metric = next(iter(rows.values()))["metric"]
+            cells = [mean_std([s[metric] for s in rows[n]["seeds"].values()]) if n in rows else "–" for n in names]
+            lines.append(f"| {task} | {metric} | " + " | ".join(cells) + " |")
+    workers = report.get("workers")
+    if workers:
+        lines += ["", "Pre-training wall time with `multigrain train --workers N`: " +
+                  (workers["skipped"] if "skipped" in workers else
+                   ", ".join(f"{n}: {r['seconds']:.0f} s" + (" (failed)" if r["returncode"] else "")
+                             for n, r in workers.items()))]
+    if report.get("note"):
+        lines += ["", report["note"]]
+    return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--count-corpus", action="store_true", help="count the corpus sources' characters")
+    parser.add_argument("--chars-budget", type=int, help="characters of the corpus each pre-training reads per epoch")
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--batch-size", type=int, default=None)
+    parser.add_argument("--size", default="tiny", choices=["tiny", "lite", "base"])
+    parser.add_argument("--throughput-batches", type=int, default=10, help="training batches timed per model")
+    parser.add_argument("--models", nargs="*", default=list(PRETRAINED), choices=list(PRETRAINED))
+    parser.add_argument("--finetune-models", nargs="*", default=["lattice_bert", "char_bert"], choices=list(PRETRAINED))
+    parser.add_argument("--tasks", nargs="*", default=["resume", "msra", "chnsenticorp", "bq"], choices=list(FINETUNE))
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--finetune-epochs", type=int, default=None)
+    parser.add_argument("--finetune-max-instances", type=int, default=None, help="cut every split (smoke tests)")
+    parser.add_argument("--workers", type=int, nargs="*", default=[], help="e.g. 1 2: Ray Train scaling")
+    parser.add_argument("--runs-dir", default="runs/lattice_bert")
+    parser.add_argument("--results", default=str(ROOT / "benchmarks" / "RESULTS.md"))
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "lattice_bert.json"))
+    parser.add_argument("--tracking-uri", default=None)
+    parser.add_argument("--no-tracking", action="store_true")
+    parser.add_argument("--note", default="", help="a line written under the tables (e.g. 'smoke run')")
+    args = parser.parse_args(argv)
+    os.chdir(ROOT)  # the specs' data paths are relative to the repository root
+    from results_md import write_section
+    from multigrain.platform.training import describe_device, pick_device
+
+    out = Path(args.out)
+    report = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
+    if args.count_corpus:
+        report["corpus"] = count_corpus()
+    if args.chars_budget:
+        missing = sorted(set(args.finetune_models) - set(args.models))
+        if missing:
+            parser.error(f"--finetune-models {missing} need their pre-training: add them to --models")
+        report["setup"] = {"size": args.size, "chars_budget": args.chars_budget, "epochs": args.epochs,
+                           "device": describe_device(pick_device(None)), "seeds": args.seeds,
+                           "finetune_epochs": args.finetune_epochs, "finetune_max_instances": args.finetune_max_instances}
+        report["pretraining"] = pretrain_all(args)
+        report["finetuning"] = finetune_all(args, report["pretraining"]) if args.tasks else {}
+        report["workers"] = workers_scaling(args) if args.workers else report.get("workers")
+        report["note"] = args.note
+    elif not args.count_corpus:
+        parser.error("give --chars-budget (pre-train and fine-tune) and/or --count-corpus")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, out)
+    write_section("## Lattice-BERT", section(report), Path(args.results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

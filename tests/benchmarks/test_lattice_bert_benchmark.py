@@ -1,0 +1,29 @@
+"""benchmarks/lattice_bert.py renders its report (corpus, pre-training, fine-tuning over seeds) as
+the RESULTS.md section; the numbers in the table are the report's, mean ± sample std in percent."""
+import sys
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import lattice_bert  # noqa: E402
+
+
+def test_section_tables():
+    speed = {"chars_per_s": 300.0, "tokens_per_s": 450.0}
+    dev = {"msp_accuracy": 0.5, "sop_accuracy": 0.75, "segment_masked_accuracy": 0.5, "token_masked_accuracy": 0.875}
+    report = {
+        "corpus": [{"source": "a.txt", "fields": "plain lines", "pieces": 2, "chars": 1000},
+                   {"source": "b.tsv", "fields": ["chars"], "pieces": 3, "chars": 2500}],
+        "setup": {"size": "tiny", "chars_budget": 1000, "epochs": 2, "device": "CPU"},
+        "pretraining": {"lattice_bert": {"chars": 1000, "tokens": 1500, "epochs": 2, "training_seconds": 10.0,
+                                         "throughput": speed, "dev": dev}},
+        "finetuning": {"resume": {"lattice_bert": {"metric": "f1", "seeds": {"13": {"f1": 0.90}, "14": {"f1": 0.92}}},
+                                  "char_bert": {"metric": "f1", "seeds": {"13": {"f1": 0.88}}}}},
+        "workers": {"skipped": "no --workers here"},
+    }
+    text = "\n".join(lattice_bert.section(report))
+    assert "| **total** | | 5 | **3,500** |" in text
+    assert "| lattice_bert | 2,000 | 3,000 | 10 | 300 | 450 | 50.0 | 50.0 | 87.5 | 75.0 |" in text
+    assert "| resume | f1 | 88.00 ± 0.00 | 91.00 ± 1.41 |" in text
+    assert "no --workers here" in text
