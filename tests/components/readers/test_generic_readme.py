@@ -108,7 +108,8 @@ def test_the_readme_section_runs_as_written(tmp_path):
     for words, result in ran:
         if words[1] == "evaluate":  # every example of the file is scored, with the task's metrics
             data = words[3]
-            assert f"{data}: {counts[data]} examples scored" in result.stderr
+            assert f"{data}: {counts[data]} instances read with the test reader" in result.stderr
+            assert f", {counts[data]} scored" in result.stderr
             metrics = json.loads(result.stdout)
             assert ("f1" if "people" in data else "accuracy") in metrics
         else:
