@@ -282,7 +282,7 @@ class Run:
             tags = tracking_tags(model)  # of the last evaluation, e.g. a translator's sacrebleu signature
             if tags:
                 result["tracking_tags"] = tags
-            result.update(evaluate_test_sets(exp, model, trainer.device, test_sets,
+            result.update(evaluate_test_sets(exp, model, device, test_sets,
                                              lambda data: eval_batches(model, data, exp.data_loader)))
             if test:  # a sample of test predictions, shown in the MLflow UI
                 result["test_samples"] = sample_predictions(files.Archive(
