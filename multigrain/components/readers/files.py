@@ -84,3 +84,20 @@ def in_fraction(key: str, low: float, high: float) -> bool:
 def shorten(text: str, limit: int = 60) -> str:
     """``repr`` of ``text`` cut to ``limit`` characters, for error messages."""
     return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def read_json_objects(path: str) -> Iterator[tuple[int, dict]]:
+    """``(line number, object)`` for every non-blank line of a JSON-lines file; a line that is no
+    JSON, or JSON but not an object, is a DataError naming the line."""
+    import json
+
+    for number, line in read_lines(path):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DataError(path, number, f"bad JSON: {e.msg} (column {e.colno})") from None
+        if not isinstance(record, dict):
+            raise DataError(path, number, f"expected a JSON object, found {type(record).__name__}")
+        yield number, record

@@ -38,7 +38,7 @@ import json
 from typing import Any, Iterator, Literal, NamedTuple, Optional
 
 from multigrain.components.readers.base import FileReader
-from multigrain.components.readers.files import read_lines, shorten
+from multigrain.components.readers.files import read_json_objects, shorten
 from multigrain.components.tag_schemes import check_scheme, spans_to_tags
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import ConfigurationError, DataError
@@ -99,15 +99,7 @@ class JsonlSpansReader(FileReader):
         self.mention_field = mention_field
 
     def _read(self, path: str) -> Iterator[Instance]:
-        for number, line in read_lines(path):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError(path, number, f"bad JSON: {e.msg} (column {e.colno})") from None
-            if not isinstance(record, dict):
-                raise DataError(path, number, f"expected a JSON object, found {type(record).__name__}")
+        for number, record in read_json_objects(path):
             text = record.get(self.text_field)
             if not isinstance(text, str):
                 raise DataError(path, number, f"expected a string field {self.text_field!r}, found "

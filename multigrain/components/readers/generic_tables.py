@@ -22,7 +22,7 @@ import json
 from typing import Any, Iterator, Literal, Optional, Union
 
 from multigrain.components.readers.classification import TextClassificationReader
-from multigrain.components.readers.files import read_lines, shorten, utf8_error
+from multigrain.components.readers.files import read_json_objects, read_lines, shorten, utf8_error
 from multigrain.components.readers.pair import PairReader
 from multigrain.components.text import split_chars
 from multigrain.platform.data import Instance
@@ -129,16 +129,7 @@ class TableReader(PairReader, TextClassificationReader):
             raise utf8_error(path, e) from None
 
     def _json_rows(self, path: str) -> Iterator[tuple[int, Any]]:
-        for number, line in read_lines(path):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataError(path, number, f"bad JSON: {e.msg} (column {e.colno})") from None
-            if not isinstance(record, dict):
-                raise DataError(path, number, f"expected a JSON object, found {type(record).__name__}")
-            yield number, record
+        yield from read_json_objects(path)
 
     def _check_names(self, path: str, number: int, names: dict[str, int]) -> None:
         for column in [*self.text_columns, self.label_column]:
