@@ -22,7 +22,12 @@ import json
 from typing import Any, Iterator, Literal, Optional, Union
 
 from multigrain.components.readers.classification import TextClassificationReader
-from multigrain.components.readers.files import read_json_objects, read_lines, shorten, utf8_error
+from multigrain.components.readers.files import (
+    read_json_objects,
+    read_lines,
+    shorten,
+    utf8_error,
+)
 from multigrain.components.readers.pair import PairReader
 from multigrain.components.text import split_chars
 from multigrain.platform.data import Instance
