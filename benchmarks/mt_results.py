@@ -159,8 +159,9 @@ def main(argv=None) -> int:
         parser.error("--max-test-sentences is a smoke test: give it its own --results and --out")
 
     rows = []
-    for encoder in args.only:
-        for seed in range(13, 13 + args.seeds):
+    # seeds outermost: an interrupted benchmark leaves both encoders with the same seeds
+    for seed in range(13, 13 + args.seeds):
+        for encoder in args.only:
             spec = prepared_spec(encoder, args.size, seed, args.epochs, args.max_train_pairs, args.max_test_sentences)
             run_dir = run_dir_for(encoder, spec, args.runs_dir, args.size, args.max_train_pairs)
             result = results_md.train_or_reuse(spec, run_dir, args.tracking_uri, str(spec_path(encoder, args.size)))

@@ -94,7 +94,7 @@ class NmtDecoder(Head):
                 target_output: Optional[torch.Tensor] = None) -> dict[str, torch.Tensor]:
         """states ``[B, S, d]``, source_mask ``[B, S]`` bool, target_input ``[B, T]`` (BOS first),
         target_output ``[B, T]`` (shifted by one, EOS last, ``pad`` after). Returns ``logits
-        [B, T, V]`` and, with targets, ``loss``."""
+        [B, T, V]`` and, with targets, ``loss`` and ``loss_count`` (its non-padding targets)."""
         T = target_input.shape[1]
         x = self.embed(target_input, torch.arange(T, device=target_input.device).unsqueeze(0))
         causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril().view(1, 1, T, T)
@@ -104,6 +104,7 @@ class NmtDecoder(Head):
         out = {"logits": self.logits(x)}
         if target_output is not None:
             out["loss"] = self.loss(out["logits"], target_output)
+            out["loss_count"] = (target_output != self.pad).sum()
         return out
 
     # incremental decoding ----------------------------------------------------------------------

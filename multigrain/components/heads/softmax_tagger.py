@@ -15,7 +15,7 @@ from multigrain.platform.kinds import Head
 class SoftmaxTaggerHead(SchemeTaggingHead):
     """``forward(states [B, n, d], mask [B, n] bool, tags [B, n] | None)`` -> ``logits`` [B, n, K],
     ``predictions`` [B, n] long (0 on padding) and, with tags, ``loss``: cross-entropy averaged
-    over the real positions of the batch.
+    over the real positions of the batch, and ``loss_count``, how many (data-parallel weights).
 
     Predictions are the per-position argmax; with ``constrained`` they are instead the most
     probable path (sum of log-softmax scores) that respects the scheme's allowed transitions.
@@ -40,4 +40,5 @@ class SoftmaxTaggerHead(SchemeTaggingHead):
         out = {"logits": logits, "predictions": self.decode(logits, mask)}
         if tags is not None:
             out["loss"] = nn.functional.cross_entropy(logits[mask], tags[mask])
+            out["loss_count"] = mask.sum()
         return out

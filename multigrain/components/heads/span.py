@@ -68,4 +68,5 @@ class SpanHead(Head):
         if start_positions is not None and end_positions is not None:
             ce = nn.functional.cross_entropy
             out["loss"] = (ce(start_logits, start_positions) + ce(end_logits, end_positions)) / 2
+            out["loss_count"] = start_logits.shape[0]  # a mean over windows, not questions
         return out
