@@ -111,6 +111,7 @@ local sentence = import 'sentence.libsonnet';
         dataset: d.name,
         dataset_reader: with_lattice(d.reader),
         [if std.objectHas(d, 'dev_reader') then 'validation_dataset_reader']: with_lattice(d.dev_reader),
+        [if std.objectHas(d, 'test_reader') then 'test_dataset_reader']: with_lattice(d.test_reader),
         train_data_path: d.train,
         validation_data_path: d.dev,
         test_data_path: d.test,

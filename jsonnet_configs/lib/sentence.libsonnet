@@ -36,6 +36,7 @@ local data = '../shared/data';
                'game', 'entertainment'],
       reader: { type: 'thucnews_titles', split: 'train' },
       dev_reader: { type: 'thucnews_titles', split: 'dev' },
+      test_reader: { type: 'thucnews_titles' },
       train: data + '/thucnews_titles/dev.txt',
       dev: data + '/thucnews_titles/dev.txt',
       test: data + '/thucnews_titles/test.txt',

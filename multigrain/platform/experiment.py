@@ -71,8 +71,26 @@ def validate_spec(spec: dict, source: Optional[str] = None, check_data_paths: bo
         if isinstance(value, str) and not Path(value).exists():
             problems.append(Problem(key, f"file not found: {value} (paths are relative to {Path.cwd()})", "file"))
     problems += spec_problems(spec, check_data_paths)
+    if check_data_paths:  # a new spec; a run directory's spec is loaded as it was trained
+        problems += inherited_split_problems(spec)
     if problems:
         raise SpecError(problems, source)
+
+
+def inherited_split_problems(spec: dict) -> list[Problem]:
+    """A test file read by the validation (or training) reader that keeps a hash-bucket ``split``
+    would be scored on that bucket only, while reported as the whole file's."""
+    if not spec.get("test_data_path") or spec.get("test_dataset_reader") is not None:
+        return []
+    key = "validation_dataset_reader" if spec.get("validation_dataset_reader") is not None else "dataset_reader"
+    reader = spec.get(key)
+    split = reader.get("split", "all") if isinstance(reader, dict) else "all"
+    if split in ("all", "test"):
+        return []
+    return [Problem("test_data_path", f"read by {key}, which keeps split {split!r} (a hash bucket of its file): "
+                                      "only that bucket of the test file would be scored; give "
+                                      "test_dataset_reader (the same reader with split 'all' for a test file of "
+                                      "its own, 'test' for the test bucket of a shared file)", "value")]
 
 
 def identity(spec: dict) -> dict:

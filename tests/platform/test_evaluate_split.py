@@ -53,11 +53,37 @@ def test_evaluate_scores_every_instance_with_the_test_reader(trained):
 def test_the_test_reader_falls_back_to_the_validation_reader(trained, tmp_path):
     spec = dict(trained["spec"])
     del spec["test_dataset_reader"]
+    spec["validation_dataset_reader"] = {"type": "msra_ner"}
     exp = Run(spec, tmp_path / "run").experiment
     assert exp.reader_for("test") is exp.validation_dataset_reader is not exp.dataset_reader
     del spec["validation_dataset_reader"]
+    spec["dataset_reader"] = {"type": "msra_ner"}
     exp = Run(spec, tmp_path / "run").experiment
     assert exp.reader_for("test") is exp.reader_for("validation") is exp.dataset_reader
+
+
+@pytest.mark.parametrize("inherited", ["validation_dataset_reader", "dataset_reader"])
+def test_a_test_file_left_to_a_bucket_keeping_reader_is_refused(trained, tmp_path, inherited):
+    """No test reader, and the reader it would fall back to keeps a hash bucket: the test file
+    would be scored on that bucket only. A new spec is refused, naming the key; a run directory
+    trained that way still opens (its spec is loaded as it was trained)."""
+    from multigrain.platform.errors import SpecError
+
+    spec = dict(trained["spec"])
+    del spec["test_dataset_reader"]
+    if inherited == "dataset_reader":
+        del spec["validation_dataset_reader"]
+    with pytest.raises(SpecError) as caught:
+        Run(spec, tmp_path / "run")
+    message = str(caught.value)
+    assert "test_data_path" in message and f"read by {inherited}, which keeps split" in message
+    assert "test_dataset_reader" in message
+    assert not (tmp_path / "run").exists()
+    spec["test_dataset_reader"] = {"type": "msra_ner", "split": "test", "test_fraction": 0.2}
+    Run(spec, tmp_path / "run")  # a bucket of a shared file, asked for by name: accepted
+    archived = json.loads((trained["run"] / "config.json").read_text(encoding="utf-8"))
+    del archived["test_dataset_reader"]
+    Run(archived, trained["run"], check_data_paths=False)
 
 
 def test_the_cli_prints_the_count_and_json_carries_it(trained, capsys):
