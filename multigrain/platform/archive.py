@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
 
+from multigrain.platform.data import json_objects
 from multigrain.platform.specs import spec_hash
 from multigrain.platform.errors import ConfigurationError
 
@@ -135,15 +136,7 @@ def read_json_lines(path: str, model) -> list:
     out = []
     with open(path, encoding="utf-8") as f:
         try:
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    data = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise DataError(path, n, f"bad JSON: {e.msg} (column {e.colno})") from None
-                if not isinstance(data, dict):
-                    raise DataError(path, n, "expected a JSON object per line")
+            for n, data in json_objects(path, enumerate(f, 1)):
                 try:
                     inst = model.text_to_instance(data)
                 except (KeyError, ValueError, TypeError) as e:

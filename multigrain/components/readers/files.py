@@ -11,6 +11,7 @@ import zlib
 from pathlib import Path
 from typing import Iterator
 
+from multigrain.platform.data import json_objects
 from multigrain.platform.errors import DataError
 
 #: the longest line a line-based reader accepts (a sentence, a title, a pair, a TSV row)
@@ -89,15 +90,4 @@ def shorten(text: str, limit: int = 60) -> str:
 def read_json_objects(path: str) -> Iterator[tuple[int, dict]]:
     """``(line number, object)`` for every non-blank line of a JSON-lines file; a line that is no
     JSON, or JSON but not an object, is a DataError naming the line."""
-    import json
-
-    for number, line in read_lines(path):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DataError(path, number, f"bad JSON: {e.msg} (column {e.colno})") from None
-        if not isinstance(record, dict):
-            raise DataError(path, number, f"expected a JSON object, found {type(record).__name__}")
-        yield number, record
+    return json_objects(path, read_lines(path))
