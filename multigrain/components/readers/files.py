@@ -91,3 +91,25 @@ def read_json_objects(path: str) -> Iterator[tuple[int, dict]]:
     """``(line number, object)`` for every non-blank line of a JSON-lines file; a line that is no
     JSON, or JSON but not an object, is a DataError naming the line."""
     return json_objects(path, read_lines(path))
+
+
+def read_csv_rows(path: str, delimiter: str = ",") -> Iterator[tuple[int, list[str]]]:
+    """``(line number of the row's first line, fields)`` for every row of an RFC 4180 CSV file
+    (quoted fields may span lines; a leading BOM is dropped): bad quoting, a NUL character or
+    a byte that is not UTF-8 is a DataError naming the line."""
+    import csv
+
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            rows = csv.reader(f, delimiter=delimiter, strict=True)
+            end = 0
+            try:
+                for row in rows:
+                    number, end = end + 1, rows.line_num
+                    if any("\0" in field for field in row):
+                        raise DataError(path, number, "a NUL character: not a text file")
+                    yield number, row
+            except csv.Error as e:
+                raise DataError(path, rows.line_num, f"bad CSV: {e}") from None
+    except UnicodeDecodeError as e:
+        raise utf8_error(path, e) from None

@@ -17,16 +17,15 @@ first row) is a DataError naming its line, as are an empty text and an empty lab
 """
 from __future__ import annotations
 
-import csv
 import json
 from typing import Any, Iterator, Literal, Optional, Union
 
 from multigrain.components.readers.classification import TextClassificationReader
 from multigrain.components.readers.files import (
+    read_csv_rows,
     read_json_objects,
     read_lines,
     shorten,
-    utf8_error,
 )
 from multigrain.components.readers.pair import PairReader
 from multigrain.components.text import split_chars
@@ -117,21 +116,9 @@ class TableReader(PairReader, TextClassificationReader):
                 yield number, line.split(self.delimiter)
 
     def _csv_rows(self, path: str) -> Iterator[tuple[int, list[str]]]:
-        try:
-            with open(path, encoding="utf-8-sig", newline="") as f:
-                rows = csv.reader(f, delimiter=self.delimiter, strict=True)
-                end = 0
-                try:
-                    for row in rows:
-                        number, end = end + 1, rows.line_num
-                        if any("\0" in field for field in row):
-                            raise DataError(path, number, "a NUL character: not a text file")
-                        if row and any(field.strip() for field in row):
-                            yield number, row
-                except csv.Error as e:
-                    raise DataError(path, rows.line_num, f"bad CSV: {e}") from None
-        except UnicodeDecodeError as e:
-            raise utf8_error(path, e) from None
+        for number, row in read_csv_rows(path, self.delimiter):
+            if any(field.strip() for field in row):
+                yield number, row
 
     def _json_rows(self, path: str) -> Iterator[tuple[int, Any]]:
         yield from read_json_objects(path)

@@ -2,10 +2,9 @@
 ``references: list[str]`` (English)."""
 from __future__ import annotations
 
-import csv
 from typing import Iterator
 
-from multigrain.components.readers.files import read_lines, shorten, utf8_error
+from multigrain.components.readers.files import read_csv_rows, read_lines, shorten
 from multigrain.components.readers.sentence import SentenceReader
 from multigrain.components.text import split_chars
 from multigrain.platform.data import Instance
@@ -62,30 +61,13 @@ class WmtNewstestReader(TranslationReader):
     """
 
     def _read(self, path: str) -> Iterator[Instance]:
-        try:
-            with open(path, encoding="utf-8", newline="") as f:
-                rows = csv.reader(f, strict=True)
-                yield from self._rows(path, rows)
-        except UnicodeDecodeError as e:
-            raise utf8_error(path, e) from None
-
-    def _rows(self, path: str, rows) -> Iterator[Instance]:
-        previous_end = 0
-        try:
-            for row in rows:
-                number, previous_end = previous_end + 1, rows.line_num
-                if any("\0" in field for field in row):
-                    raise DataError(path, number, "a NUL character: not a text file")
-                if number == 1:
-                    if row and row[0].startswith("\ufeff"):
-                        row[0] = row[0][1:]
-                    if row != ["0", "1"]:
-                        raise DataError(path, 1, f"expected the header row '0,1', found {','.join(row)[:60]!r}")
-                    continue
-                if not row:
-                    continue
-                if len(row) != 2:
-                    raise DataError(path, number, f"expected 2 CSV fields (Chinese, English), found {len(row)}")
-                yield self._pair(path, number, row[0], [row[1]])
-        except csv.Error as e:
-            raise DataError(path, rows.line_num, f"bad CSV: {e}") from None
+        for number, row in read_csv_rows(path):
+            if number == 1:
+                if row != ["0", "1"]:
+                    raise DataError(path, 1, f"expected the header row '0,1', found {','.join(row)[:60]!r}")
+                continue
+            if not row:
+                continue
+            if len(row) != 2:
+                raise DataError(path, number, f"expected 2 CSV fields (Chinese, English), found {len(row)}")
+            yield self._pair(path, number, row[0], [row[1]])
