@@ -16,7 +16,10 @@ leaves exactly ``grad L`` on every replica. A model whose loss is a mean over ot
 masked positions, windows) says so by returning ``loss_count`` (how many units ``loss`` averages,
 a number or a 0-d tensor) from ``forward``; the weights are then ``c_r / sum_r c_r`` (one extra
 scalar all-reduce per step) and the equality is again exact. Without ``loss_count`` such a loss is
-weighted by instances: still an unbiased step, but not the single-process one. What remains are
+weighted by instances: still an unbiased step, but not the single-process one. A loss that is a
+sum of means over different units (a pre-training's masked-token mean plus its sentence-pair
+mean) returns ``loss_terms``, ``{name: (mean, count)}`` summing to ``loss``; each term is then
+weighted by its own ``c_r / sum_r c_r`` (one all-reduce of the counts). What remains are
 float differences (summation order, padding to a slice's longest item instead of the batch's).
 """
 from __future__ import annotations
@@ -56,6 +59,19 @@ class Replica:
         local = float(count) if share > 0 else 0.0
         total = self.sum([local])[0]
         return local / total if total > 0 else 0.0
+
+    def weighted_loss(self, share: float, output: dict) -> tuple[torch.Tensor, float]:
+        """(what this replica back-propagates, ``W * sum_terms w_r L_r``; its part of the batch's
+        loss, ``sum_terms w_r L_r``, for the epoch's mean)."""
+        terms = output.get("loss_terms")
+        if terms is None:
+            weight = self.loss_weight(share, output)
+            return output["loss"] * (weight * self.world_size), float(output["loss"].detach()) * weight
+        losses = [loss for loss, _ in terms.values()]
+        local = [float(count) if share > 0 else 0.0 for _, count in terms.values()]
+        totals = self.sum(local)
+        weighted = sum(loss * (c / t if t > 0 else 0.0) for loss, c, t in zip(losses, local, totals))
+        return weighted * self.world_size, float(weighted.detach())
 
     # collectives --------------------------------------------------------------
     def sum(self, values: list[float]) -> list[float]:

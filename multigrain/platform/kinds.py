@@ -73,7 +73,8 @@ class Model(torch.nn.Module, Registrable, kind="model"):
     - ``forward(**batch) -> dict`` with ``loss`` when the batch has gold labels; a loss that is a
       mean over something other than the batch's instances (tokens, masked positions) adds
       ``loss_count``, how many it averages, so that data-parallel replicas weight their slices
-      exactly (``platform/data_parallel.py``).
+      exactly (``platform/data_parallel.py``); a sum of such means adds ``loss_terms``,
+      ``{name: (mean, count)}``.
     - ``get_metrics(reset)`` and ``make_output_human_readable(output, instances) -> list[dict]``.
     """
 

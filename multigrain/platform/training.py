@@ -347,9 +347,9 @@ class Trainer:
                 self.precision.backward(loss)
                 total += float(loss.detach())
             else:  # DDP averages the replicas' gradients: each contributes W * w_r * grad L_r
-                weight = self.replica.loss_weight(share, out)
-                self.precision.backward(loss * (weight * self.replica.world_size))
-                total += float(loss.detach()) * weight
+                scaled, part = self.replica.weighted_loss(share, out)
+                self.precision.backward(scaled)
+                total += part
             if self.config.grad_clipping:
                 self.precision.unscale(self.optimizer)
                 torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clipping)

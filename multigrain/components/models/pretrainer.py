@@ -199,6 +199,7 @@ class Pretrainer(SentenceModel):
         own = self.masked_pass(self.masking, chars, mask, lattice, special, segments, example_keys, step)
         msp = own["out"]
         loss = msp["loss"]
+        terms = {"msp": (msp["loss"], len(own["targets"]))}  # data-parallel weights (platform/data_parallel.py)
         output = {"msp_loss": msp["loss"].detach(), "masked": own["chosen"], "masked_input": own["corrupted"],
                   "msp_predictions": msp["predictions"], "msp_targets": own["targets"]}
         right = int((msp["predictions"] == own["targets"]).sum())
@@ -208,6 +209,7 @@ class Pretrainer(SentenceModel):
             output["sop_predictions"] = sop["predictions"]
             if sop_label is not None:
                 loss = loss + sop["loss"]
+                terms["sop"] = (sop["loss"], len(sop_label))
                 self.counts.add(sop_right=int((sop["predictions"] == sop_label).sum()), sop_total=len(sop_label))
         if not self.training:  # the leakage check: the other masking, measured the same way
             other = "token" if self.masking == "segment" else "segment"
@@ -215,7 +217,7 @@ class Pretrainer(SentenceModel):
             right_other = int((check["out"]["predictions"] == check["targets"]).sum())
             self.counts.add(**{f"{self.masking}_right": right, f"{self.masking}_total": len(own["targets"]),
                                f"{other}_right": right_other, f"{other}_total": len(check["targets"])})
-        output["loss"] = loss
+        output["loss"], output["loss_terms"] = loss, terms
         return output
 
     def get_metrics(self, reset: bool = False) -> dict[str, float]:

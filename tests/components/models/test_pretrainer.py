@@ -296,3 +296,50 @@ def test_shipped_finetune_specs_start_from_a_shipped_pretraining(encoder, corpus
         for prefix, module in (("embedder.", tuned_model.embedder), ("encoder.", tuned_model.encoder)):
             for key, tensor in module.state_dict().items():
                 assert torch.equal(tensor, model.state_dict()[prefix + key]), (task, prefix + key)
+
+
+def test_data_parallel_replicas_take_the_one_process_step(corpus):
+    """MSP is a mean over masked tokens and SOP over sentences: with ``loss_terms`` each term is
+    weighted by its own share, so 2 replicas' averaged gradients (DDP) equal the one-process
+    gradient of the whole batch; weighting the summed loss by instances would not."""
+    from multigrain.platform.data_parallel import Replica
+
+    class SimulatedReplica(Replica):  # its all-reduce sums what every replica holds
+        def __init__(self, rank, every):
+            super().__init__(rank, 2, torch.device("cpu"), wrap=None)
+            self.every = every
+
+        def sum(self, values):
+            return [sum(v[i] for v in self.every) for i in range(len(values))]
+
+    model, _, instances = model_and_batch(corpus)
+    model.train()
+    items = instances[:7]
+    params = [p for p in model.parameters()]
+
+    def run(chosen):
+        model.step.fill_(3)
+        return model(**model.tensorize(chosen))
+
+    def grads(loss):
+        return [g if g is not None else torch.zeros_like(p)
+                for g, p in zip(torch.autograd.grad(loss, params, allow_unused=True, retain_graph=True), params)]
+
+    full = run(items)
+    assert set(full["loss_terms"]) == {"msp", "sop"}
+    assert torch.allclose(full["loss"], sum(loss for loss, _ in full["loss_terms"].values()))
+    assert full["loss_terms"]["sop"][1] == len(items) and full["loss_terms"]["msp"][1] == int(full["masked"].sum())
+    expected = grads(full["loss"])
+    slices = [Replica(r, 2, torch.device("cpu"), wrap=None).part(list(range(len(items)))) for r in range(2)]
+    outputs = [run([items[i] for i in idx]) for idx, _ in slices]
+    every = [[float(c) for _, c in out["loss_terms"].values()] for out in outputs]
+    averaged, by_instances = [torch.zeros_like(p) for p in params], [torch.zeros_like(p) for p in params]
+    for r, ((_, share), out) in enumerate(zip(slices, outputs)):
+        scaled, part = SimulatedReplica(r, every).weighted_loss(share, out)
+        averaged = [a + g / 2 for a, g in zip(averaged, grads(scaled))]
+        plain = {"loss": out["loss"]}
+        by_instances = [a + g / 2 for a, g in
+                        zip(by_instances, grads(SimulatedReplica(r, every).weighted_loss(share, plain)[0]))]
+    for got, want in zip(averaged, expected):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-6)
+    assert not all(torch.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in zip(by_instances, expected))
