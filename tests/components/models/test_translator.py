@@ -73,6 +73,28 @@ def test_predict_input_translates_and_bad_predict_input_names_its_line(overfit, 
         archive.model.text_to_instance({"text": ""})
 
 
+def test_serve_replicas_translate_and_a_bad_request_is_a_400(overfit, tmp_path):
+    """What a Serve replica runs for a request (``platform/ray/serve.py``, without Ray): the
+    request's instances batched together, and an instance the model cannot use is a client error."""
+    import asyncio
+
+    from multigrain.platform.ray.serve import Batcher, Limits, LoadedArchive, RequestError, parse_instances
+
+    sources = [x["source"] for x in overfit.archive.read(overfit.spec["train_data_path"])[:3]]
+    body = json.dumps({"instances": [{"text": text} for text in sources]}, ensure_ascii=False).encode("utf-8")
+    instances, _ = parse_instances(body, Limits())
+    loaded = LoadedArchive(str(overfit.run_dir))
+    answers = asyncio.run(Batcher(loaded, max_examples=8).predict(loaded.examples(instances)))
+    requests = tmp_path / "requests.jsonl"  # the same texts through `multigrain predict`'s path
+    requests.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in instances), encoding="utf-8")
+    expected = list(overfit.archive.predict_batches(overfit.archive.read_json_lines(str(requests))))
+    assert [a["source"] for a in answers] == sources
+    assert [a["translation"] for a in answers] == [e["translation"] for e in expected]
+    with pytest.raises(RequestError) as caught:
+        loaded.examples([{"text": sources[0]}, {"text": "   "}])
+    assert caught.value.status == 400 and "instances[1]" in str(caught.value)
+
+
 def test_an_over_long_source_is_an_error_naming_its_line_or_is_cut(overfit, tmp_path):
     archive = overfit.archive
     long_source = "我" * 25  # max_source_length is 20
