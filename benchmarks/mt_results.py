@@ -3,7 +3,7 @@
 several seeds; BLEU on every test set of the specs (tvsub: 3 references, wmt22: 2, wmt18/19/20, the
 Tatoeba test split), model sizes and training time.
 
-    python benchmarks/mt_results.py [--size small|base] [--seeds 3] [--epochs N] [--max-train-pairs N]
+    python benchmarks/mt_results.py [--size small|base] [--seeds 3] [--first-seed 13] [--epochs N] [--max-train-pairs N]
         [--max-test-sentences N] [--only transformer big] [--runs-dir runs/mt] [--tracking-uri URI]
         [--results benchmarks/RESULTS.md] [--out benchmarks/results/mt_results.json]
 
@@ -45,8 +45,10 @@ def spec_path(encoder: str, size: str) -> Path:
 
 
 def prepared_spec(encoder: str, size: str, seed: int, epochs: int | None = None,
-                  max_train_pairs: int | None = None, max_test_sentences: int | None = None) -> dict:
-    """The shipped spec of ``encoder`` at ``size`` with the benchmark's seed and budget cuts."""
+                  max_train_pairs: int | None = None, max_test_sentences: int | None = None,
+                  test_sets: tuple[str, ...] = TEST_SETS) -> dict:
+    """The shipped spec of ``encoder`` at ``size`` with the benchmark's seed and budget cuts, and
+    only the ``test_sets`` named."""
     from multigrain.platform.specs import load_spec
 
     spec = load_spec(spec_path(encoder, size))
@@ -56,6 +58,7 @@ def prepared_spec(encoder: str, size: str, seed: int, epochs: int | None = None,
     if max_train_pairs is not None:  # validation keeps the whole dev set: its own reader, uncut
         spec["validation_dataset_reader"] = copy.deepcopy(spec["dataset_reader"])
         spec["dataset_reader"]["max_instances"] = max_train_pairs
+    spec["test_sets"] = {name: entry for name, entry in spec["test_sets"].items() if name in test_sets}
     if max_test_sentences is not None:
         for entry in spec["test_sets"].values():
             entry["reader"]["max_instances"] = max_test_sentences
@@ -104,6 +107,13 @@ def mean_sd(values: list[float]) -> str:
     return f"{statistics.fmean(values):.2f} ± {statistics.stdev(values):.2f}"
 
 
+def seeds_note(scored: list[dict], runs: list[dict]) -> str:
+    """`` (seed 13)`` where only some of an encoder's runs were scored on a set."""
+    if len(scored) == len(runs):
+        return ""
+    return f" (seed{'s' if len(scored) > 1 else ''} {', '.join(str(r['seed']) for r in scored)})"
+
+
 def table(rows: list[dict], settings: dict) -> list[str]:
     """The section's lines: one row per encoder (BLEU mean ± sd over its seeds on every test set),
     BiG minus Transformer on each set, and how the figures were made."""
@@ -119,8 +129,10 @@ def table(rows: list[dict], settings: dict) -> list[str]:
                           if any(s in r["bleu"] for r in runs)}
         minutes = [r["training_seconds"] / 60 for r in runs if r["training_seconds"] is not None]
         lines.append("| " + " | ".join([
-            encoder, str(len(runs)), f"{runs[0]['parameters']:,}", mean_sd(minutes), mean_sd([r["dev_bleu"] for r in runs]),
-            *[mean_sd([r["bleu"].get(s) for r in runs]) for s in sets]]) + " |")
+            encoder, str(len(runs)), f"{runs[0]['parameters']:,}", mean_sd(minutes),
+            mean_sd([r["dev_bleu"] for r in runs]),
+            *[mean_sd([r["bleu"].get(s) for r in runs]) + seeds_note([r for r in runs if s in r["bleu"]], runs)
+              for s in sets]]) + " |")
     if set(encoders) == set(ENCODERS):
         lines.append("| BiG − Transformer (means) | | | | | " + " | ".join(
             f"{means['big'][s] - means['transformer'][s]:+.2f}" for s in sets) + " |")
@@ -142,10 +154,16 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", choices=("small", "base"), default="small")
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=13,
+                        help="seeds --first-seed, +1, ... (run a part in another process, then all for the table)")
     parser.add_argument("--epochs", type=int, default=None, help="override trainer.num_epochs (both encoders)")
     parser.add_argument("--max-train-pairs", type=int, default=None, help="the first N TVsub training pairs")
     parser.add_argument("--max-test-sentences", type=int, default=None, help="cut every test set (smoke tests)")
     parser.add_argument("--only", nargs="*", choices=ENCODERS, default=list(ENCODERS))
+    parser.add_argument("--test-sets", nargs="*", choices=TEST_SETS, default=list(TEST_SETS),
+                        help="evaluate only these (the news sets decode long segments: slow on a CPU)")
+    parser.add_argument("--combine", nargs="*", default=None, metavar="JSON",
+                        help="no training: the table of the runs in earlier --out files (parts run apart)")
     parser.add_argument("--runs-dir", default="runs/mt")
     parser.add_argument("--tracking-uri", default=None, help="the MLflow store (default: ./mlruns.db)")
     parser.add_argument("--results", default=str(results_md.RESULTS))
@@ -158,11 +176,14 @@ def main(argv=None) -> int:
                   Path(args.out).resolve() == (ROOT / "benchmarks" / "results" / "mt_results.json")):
         parser.error("--max-test-sentences is a smoke test: give it its own --results and --out")
 
+    if args.combine:
+        return combine([Path(p) for p in args.combine], Path(args.out), Path(args.results))
     rows = []
     # seeds outermost: an interrupted benchmark leaves both encoders with the same seeds
-    for seed in range(13, 13 + args.seeds):
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
         for encoder in args.only:
-            spec = prepared_spec(encoder, args.size, seed, args.epochs, args.max_train_pairs, args.max_test_sentences)
+            spec = prepared_spec(encoder, args.size, seed, args.epochs, args.max_train_pairs, args.max_test_sentences,
+                                 tuple(args.test_sets))
             run_dir = run_dir_for(encoder, spec, args.runs_dir, args.size, args.max_train_pairs)
             result = results_md.train_or_reuse(spec, run_dir, args.tracking_uri, str(spec_path(encoder, args.size)))
             if not result.get("finished"):
@@ -176,17 +197,37 @@ def main(argv=None) -> int:
     settings = {"size": args.size, "epochs": spec["trainer"]["num_epochs"],
                 "batch_size": spec["data_loader"]["batch_size"],
                 "train_pairs": f"{args.max_train_pairs:,}" if args.max_train_pairs else "all 429,501",
-                "seeds": ", ".join(str(s) for s in range(13, 13 + args.seeds)), "date": time.strftime("%Y-%m-%d"),
+                "seeds": ", ".join(str(s) for s in range(args.first_seed, args.first_seed + args.seeds)),
+                "date": time.strftime("%Y-%m-%d"),
                 "argv": " ".join(argv if argv is not None else sys.argv[1:]),
                 "max_test_sentences": args.max_test_sentences}
-    out = Path(args.out)
+    write_results(rows, settings, Path(args.out), Path(args.results))
+    return 0
+
+
+def write_results(rows: list[dict], settings: dict, out: Path, results: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(json.dumps({"settings": settings, "runs": rows}, indent=2, ensure_ascii=False) + "\n",
                    encoding="utf-8")
     tmp.replace(out)
-    results_md.write_section(SECTION, table(rows, settings), Path(args.results))
-    print(f"{args.results}: {SECTION} written; runs in {out}")
+    results_md.write_section(SECTION, table(rows, settings), results)
+    print(f"{results}: {SECTION} written; runs in {out}")
+
+
+def combine(parts: list[Path], out: Path, results: Path) -> int:
+    """One table from the runs of several ``--out`` files (same size, epochs, batch and pairs)."""
+    loaded = [json.loads(p.read_text(encoding="utf-8")) for p in parts]
+    keys = ("size", "epochs", "batch_size", "train_pairs", "max_test_sentences")
+    first = loaded[0]["settings"]
+    for part, data in zip(parts, loaded):
+        if any(data["settings"].get(k) != first.get(k) for k in keys):
+            print(f"{part}: its settings differ from {parts[0]}'s ({', '.join(keys)}): not one table", file=sys.stderr)
+            return 2
+    rows = sorted((r for data in loaded for r in data["runs"]), key=lambda r: (r["seed"], r["encoder"]))
+    settings = dict(first, seeds=", ".join(str(s) for s in sorted({r["seed"] for r in rows})),
+                    argv=" ` + `".join(data["settings"]["argv"] for data in loaded))
+    write_results(rows, settings, out, results)
     return 0
 
 

@@ -80,3 +80,33 @@ def test_a_smoke_test_needs_its_own_files(capsys):
     with pytest.raises(SystemExit) as caught:
         mt_results.main(["--max-test-sentences", "10"])
     assert caught.value.code == 2 and "smoke test" in capsys.readouterr().err
+
+
+def test_parts_run_apart_make_one_table(fake_training, tmp_path, monkeypatch):
+    """Seed 13 on every test set, seed 14 in another process on three: ``--combine`` makes one
+    table whose cells say which seeds a set's mean is over."""
+    monkeypatch.chdir(ROOT)
+    results = tmp_path / "RESULTS.md"
+    common = ["--runs-dir", str(tmp_path / "runs"), "--results", str(results)]
+    assert mt_results.main(["--seeds", "1", *common, "--out", str(tmp_path / "a.json")]) == 0
+    assert mt_results.main(["--first-seed", "14", "--seeds", "1", "--test-sets", "tatoeba", "tvsub", "wmt22",
+                            *common, "--out", str(tmp_path / "b.json")]) == 0
+    assert sorted((e, s) for e, s, _ in fake_training) == [("big", 13), ("big", 14), ("transformer", 13),
+                                                            ("transformer", 14)]
+    assert mt_results.main(["--combine", str(tmp_path / "a.json"), str(tmp_path / "b.json"), "--results",
+                            str(results), "--out", str(tmp_path / "all.json")]) == 0
+    lines = {line.split(" | ")[0].strip("| "): [c.strip() for c in line.strip("|").split("|")]
+             for line in results.read_text(encoding="utf-8").splitlines() if line.startswith("| ")}
+    cells = dict(zip(mt_results.TEST_SETS, lines["big"][5:]))
+    both = [fake_bleu("big", s, "tvsub") for s in (13, 14)]
+    assert cells["tvsub"] == f"{statistics.fmean(both):.2f} ± {statistics.stdev(both):.2f}"
+    assert cells["wmt18"] == f"{fake_bleu('big', 13, 'wmt18'):.2f} (seed 13)"
+    assert lines["big"][1] == "2"
+    saved = json.loads((tmp_path / "all.json").read_text(encoding="utf-8"))
+    assert saved["settings"]["seeds"] == "13, 14" and len(saved["runs"]) == 4
+    # parts of different budgets are not one table
+    other = json.loads((tmp_path / "b.json").read_text(encoding="utf-8"))
+    other["settings"]["epochs"] = 9
+    (tmp_path / "c.json").write_text(json.dumps(other), encoding="utf-8")
+    assert mt_results.main(["--combine", str(tmp_path / "a.json"), str(tmp_path / "c.json"), "--results",
+                            str(results), "--out", str(tmp_path / "x.json")]) == 2
