@@ -55,7 +55,8 @@ FINETUNE = {"resume": "resume_ner", "msra": "msra_ner", "chnsenticorp": "chnsent
 HEADLINE = {"ner": "f1", "cls": "accuracy", "pair": "accuracy", "mrc": "f1"}
 
 
-def pretrain_spec(name: str, size: str, chars_budget: int, epochs: int, batch_size: int | None) -> dict:
+def pretrain_spec(name: str, size: str, chars_budget: int, epochs: int, batch_size: int | None,
+                  mixed_precision: str | None = None) -> dict:
     from multigrain.platform.specs import load_spec
 
     stem = PRETRAINED[name][0].format(size=size)
@@ -64,6 +65,8 @@ def pretrain_spec(name: str, size: str, chars_budget: int, epochs: int, batch_si
     spec["trainer"]["num_epochs"] = epochs
     if batch_size:
         spec["data_loader"]["batch_size"] = batch_size
+    if mixed_precision:
+        spec["trainer"]["mixed_precision"] = mixed_precision
     return spec
 
 
@@ -138,7 +141,7 @@ def pretrain_all(args) -> dict:
 
     out = {}
     for name in args.models:
-        spec = pretrain_spec(name, args.size, args.chars_budget, args.epochs, args.batch_size)
+        spec = pretrain_spec(name, args.size, args.chars_budget, args.epochs, args.batch_size, args.mixed_precision)
         run_dir = Path(args.runs_dir) / f"pretrain-{name}-{spec_hash(spec)[:8]}"
         stats = corpus_stats(spec)
         started = time.time()
@@ -168,6 +171,8 @@ def finetune_all(args, pretrained: dict) -> dict:
                 spec = load_spec(ROOT / "jsonnet_configs" / "finetune" / f"{FINETUNE[task]}.jsonnet",
                                  ext_vars={"pretrained": pretrained[name]["run_dir"], "encoder": encoder})
                 spec["seed"] = seed
+                if args.mixed_precision:
+                    spec["trainer"]["mixed_precision"] = args.mixed_precision
                 if args.finetune_epochs:
                     spec["trainer"]["num_epochs"] = args.finetune_epochs
                 if args.finetune_max_instances:
@@ -299,6 +304,8 @@ def main(argv=None) -> int:
     parser.add_argument("--finetune-epochs", type=int, default=None)
     parser.add_argument("--finetune-max-instances", type=int, default=None, help="cut every split (smoke tests)")
     parser.add_argument("--workers", type=int, nargs="*", default=[], help="e.g. 1 2: Ray Train scaling")
+    parser.add_argument("--mixed-precision", choices=("bf16", "fp16"), default=None,
+                        help="trainer.mixed_precision of every training (CUDA only; part of the spec hash)")
     parser.add_argument("--runs-dir", default="runs/lattice_bert")
     parser.add_argument("--results", default=str(ROOT / "benchmarks" / "RESULTS.md"))
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "lattice_bert.json"))

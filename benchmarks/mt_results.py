@@ -164,6 +164,8 @@ def main(argv=None) -> int:
                         help="evaluate only these (the news sets decode long segments: slow on a CPU)")
     parser.add_argument("--combine", nargs="*", default=None, metavar="JSON",
                         help="no training: the table of the runs in earlier --out files (parts run apart)")
+    parser.add_argument("--mixed-precision", choices=("bf16", "fp16"), default=None,
+                        help="trainer.mixed_precision (CUDA only; part of the spec hash)")
     parser.add_argument("--runs-dir", default="runs/mt")
     parser.add_argument("--tracking-uri", default=None, help="the MLflow store (default: ./mlruns.db)")
     parser.add_argument("--results", default=str(results_md.RESULTS))
@@ -184,6 +186,8 @@ def main(argv=None) -> int:
         for encoder in args.only:
             spec = prepared_spec(encoder, args.size, seed, args.epochs, args.max_train_pairs, args.max_test_sentences,
                                  tuple(args.test_sets))
+            if args.mixed_precision:
+                spec["trainer"]["mixed_precision"] = args.mixed_precision
             run_dir = run_dir_for(encoder, spec, args.runs_dir, args.size, args.max_train_pairs)
             result = results_md.train_or_reuse(spec, run_dir, args.tracking_uri, str(spec_path(encoder, args.size)))
             if not result.get("finished"):
