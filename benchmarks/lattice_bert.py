@@ -175,6 +175,8 @@ def finetune_all(args, pretrained: dict) -> dict:
                     spec["trainer"]["mixed_precision"] = args.mixed_precision
                 if args.finetune_epochs:
                     spec["trainer"]["num_epochs"] = args.finetune_epochs
+                if args.finetune_lr:
+                    spec["trainer"]["optimizer"]["lr"] = args.finetune_lr
                 if args.finetune_max_instances:
                     for key in ("dataset_reader", "validation_dataset_reader", "test_dataset_reader"):
                         if key in spec:
@@ -302,6 +304,7 @@ def main(argv=None) -> int:
     parser.add_argument("--tasks", nargs="*", default=["resume", "msra", "chnsenticorp", "bq"], choices=list(FINETUNE))
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--finetune-epochs", type=int, default=None)
+    parser.add_argument("--finetune-lr", type=float, default=None, help="the fine-tuning specs' AdamW rate (1e-4)")
     parser.add_argument("--finetune-max-instances", type=int, default=None, help="cut every split (smoke tests)")
     parser.add_argument("--workers", type=int, nargs="*", default=[], help="e.g. 1 2: Ray Train scaling")
     parser.add_argument("--mixed-precision", choices=("bf16", "fp16"), default=None,
@@ -327,7 +330,8 @@ def main(argv=None) -> int:
             parser.error(f"--finetune-models {missing} need their pre-training: add them to --models")
         report["setup"] = {"size": args.size, "chars_budget": args.chars_budget, "epochs": args.epochs,
                            "device": describe_device(pick_device(None)), "seeds": args.seeds,
-                           "finetune_epochs": args.finetune_epochs, "finetune_max_instances": args.finetune_max_instances}
+                           "finetune_epochs": args.finetune_epochs,
+                           "finetune_lr": args.finetune_lr, "finetune_max_instances": args.finetune_max_instances}
         report["pretraining"] = pretrain_all(args)
         report["finetuning"] = finetune_all(args, report["pretraining"]) if args.tasks else {}
         report["workers"] = workers_scaling(args) if args.workers else report.get("workers")
