@@ -70,7 +70,8 @@ class Replica:
         losses = [loss for loss, _ in terms.values()]
         local = [float(count) if share > 0 else 0.0 for _, count in terms.values()]
         totals = self.sum(local)
-        weighted = sum(loss * (c / t if t > 0 else 0.0) for loss, c, t in zip(losses, local, totals))
+        weighted = sum((loss * (c / t if t > 0 else 0.0) for loss, c, t in zip(losses, local, totals)),
+                       losses[0] * 0.0)  # a tensor even when no replica has a unit of any term
         return weighted * self.world_size, float(weighted.detach())
 
     # collectives --------------------------------------------------------------
