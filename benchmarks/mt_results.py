@@ -5,7 +5,7 @@ Tatoeba test split), model sizes and training time.
 
     python benchmarks/mt_results.py [--size small|base] [--seeds 3] [--first-seed 13] [--epochs N] [--max-train-pairs N]
         [--max-test-sentences N] [--only transformer big] [--runs-dir runs/mt] [--tracking-uri URI]
-        [--results benchmarks/RESULTS.md] [--out benchmarks/results/mt_results.json]
+        [--results benchmarks/RESULTS.md] [--out benchmarks/results/translation.json]
 
 ``--size base`` (``tvsub_*.jsonnet``, Transformer base: 6+6 layers of 512) is for a GPU, ``small``
 (``tvsub_*_small.jsonnet``, 3+3 layers of 256) for a CPU budget. ``--max-train-pairs N`` keeps the first N
@@ -169,13 +169,13 @@ def main(argv=None) -> int:
     parser.add_argument("--runs-dir", default="runs/mt")
     parser.add_argument("--tracking-uri", default=None, help="the MLflow store (default: ./mlruns.db)")
     parser.add_argument("--results", default=str(results_md.RESULTS))
-    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "mt_results.json"))
+    parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "translation.json"))
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error("--seeds must be at least 1")
     smoke = args.max_test_sentences is not None
     if smoke and (Path(args.results).resolve() == results_md.RESULTS or
-                  Path(args.out).resolve() == (ROOT / "benchmarks" / "results" / "mt_results.json")):
+                  Path(args.out).resolve() == (ROOT / "benchmarks" / "results" / "translation.json")):
         parser.error("--max-test-sentences is a smoke test: give it its own --results and --out")
 
     if args.combine:
