@@ -18,6 +18,7 @@ from multigrain.components.metrics.mrc import exact_match, f1_score
 from multigrain.components.tag_schemes import extract_spans
 from multigrain.platform.archive import Archive
 from multigrain.platform.batching import DataLoaderConfig
+from multigrain.platform.data_parallel import Replica
 from multigrain.platform.experiment import batches_for
 from multigrain.platform.runs import Run
 from multigrain.platform.training import evaluate
@@ -285,3 +286,18 @@ def score_translations(model, predictions: list[dict], instances: list) -> dict[
 #: model task -> how its ``predict`` output is scored by hand
 PREDICTION_SCORERS: dict[str, Scorer] = {"ner": score_entities, "cls": score_labels, "pair": score_labels,
                                          "mrc": score_answers, "mt": score_translations}
+
+
+class SimulatedReplica(Replica):
+    """Replica ``rank`` of ``len(every)`` on the CPU, without ``torch.distributed``: its all-reduce
+    sums, element-wise, what every replica holds (``every[r]``: replica r's values), for tests of
+    data-parallel loss weighting."""
+
+    def __init__(self, rank: int, every: list[list[float]]):
+        import torch
+
+        super().__init__(rank, len(every), torch.device("cpu"), wrap=None)
+        self.every = every
+
+    def sum(self, values: list[float]) -> list[float]:
+        return [float(sum(v[i] for v in self.every)) for i in range(len(values))]

@@ -11,18 +11,10 @@ from multigrain.components.heads.nmt_decoder import NmtDecoder
 from multigrain.components.heads.softmax_tagger import SoftmaxTaggerHead
 from multigrain.components.heads.span import SpanHead
 from multigrain.platform.data_parallel import Replica
+from multigrain.testing import SimulatedReplica
 
 WORLD = 2
 BATCH = 5  # slices of 2 and 3 items
-
-
-class SimulatedReplica(Replica):
-    def __init__(self, rank, counts):
-        super().__init__(rank, WORLD, torch.device("cpu"), wrap=None)
-        self.counts = counts
-
-    def sum(self, values):
-        return [float(sum(self.counts))]
 
 
 def replica_gradient(head, batch: dict, loss_of, owner: list[int], counted: bool = True) -> list[torch.Tensor]:
@@ -37,7 +29,7 @@ def replica_gradient(head, batch: dict, loss_of, owner: list[int], counted: bool
     total = [torch.zeros_like(p) for p in params]
     for r, ((_, share), out) in enumerate(zip(slices, outputs)):
         seen = out if counted else {"loss": out["loss"]}
-        weight = SimulatedReplica(r, counts).loss_weight(share, seen)
+        weight = SimulatedReplica(r, [[c] for c in counts]).loss_weight(share, seen)
         grads = torch.autograd.grad(out["loss"] * (weight * WORLD), params, allow_unused=True)
         total = [t + (g if g is not None else 0) / WORLD for t, g in zip(total, grads)]
     return total

@@ -303,14 +303,7 @@ def test_data_parallel_replicas_take_the_one_process_step(corpus):
     weighted by its own share, so 2 replicas' averaged gradients (DDP) equal the one-process
     gradient of the whole batch; weighting the summed loss by instances would not."""
     from multigrain.platform.data_parallel import Replica
-
-    class SimulatedReplica(Replica):  # its all-reduce sums what every replica holds
-        def __init__(self, rank, every):
-            super().__init__(rank, 2, torch.device("cpu"), wrap=None)
-            self.every = every
-
-        def sum(self, values):
-            return [sum(v[i] for v in self.every) for i in range(len(values))]
+    from multigrain.testing import SimulatedReplica
 
     model, _, instances = model_and_batch(corpus)
     model.train()

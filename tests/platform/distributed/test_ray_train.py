@@ -17,6 +17,7 @@ import torch
 from multigrain.platform.data_parallel import Replica
 from multigrain.platform.runs import Run
 from multigrain.platform.training import load_checkpoint
+from multigrain.testing import SimulatedReplica
 from tests.conftest import DATA, mlflow_runs
 
 RTOL = 1e-4
@@ -124,17 +125,6 @@ def test_replica_slices_cover_every_global_batch_once():
             assert all(idx == [100] for idx, share in parts if share == 0)  # a placeholder of weight 0
 
 
-class SimulatedReplica(Replica):
-    """Replica r of ``world`` whose all-reduce sums the values the test gives for every replica."""
-
-    def __init__(self, rank, world, every_value):
-        super().__init__(rank, world, torch.device("cpu"), wrap=None)
-        self.every_value = every_value
-
-    def sum(self, values):
-        return [sum(self.every_value)]
-
-
 def test_loss_count_weights_make_a_token_mean_loss_exact():
     """A loss averaged over tokens (``loss_count`` = the slice's tokens): the DDP average of
     W * w_r * grad L_r equals the gradient of the whole batch's token mean."""
@@ -152,7 +142,7 @@ def test_loss_count_weights_make_a_token_mean_loss_exact():
     averaged = torch.zeros(3)
     for r, (idx, share) in enumerate(slices):
         loss = token_mean([tokens[i] for i in idx])
-        w = SimulatedReplica(r, world, counts).loss_weight(share, {"loss": loss, "loss_count": counts[r]})
+        w = SimulatedReplica(r, [[c] for c in counts]).loss_weight(share, {"loss": loss, "loss_count": counts[r]})
         averaged += torch.autograd.grad(loss * (w * world), weight)[0] / world
     torch.testing.assert_close(averaged, full)
     # weighted by instances instead (no loss_count), the step is another one
