@@ -66,8 +66,9 @@ class Ours(torch.nn.Module):
             return log_probs, state
 
         max_lengths = torch.full((source.shape[0],), steps - 1, dtype=torch.long, device=source.device)
-        found = beam_search(step_without_eos, decoder.reorder, decoder.start(states, mask, beam), source.shape[0],
-                            beam, max_lengths, BOS, EOS, PAD, alpha=0.6)
+        state = decoder.start(states, mask, beam, reuse_buffers=True)  # as decoder.decode
+        found = beam_search(step_without_eos, decoder.reorder, state, source.shape[0], beam, max_lengths, BOS, EOS,
+                            PAD, alpha=0.6)
         return found.best
 
 

@@ -6,7 +6,6 @@ known metrics, so the tables can be checked to the digit. The committed file reg
 tables byte for byte."""
 import json
 import sys
-from pathlib import Path
 
 import pytest
 

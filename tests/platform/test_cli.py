@@ -28,7 +28,6 @@ def test_train_track_leaderboard_evaluate_predict(tmp_path):
     result = json.loads(out.stdout)
     assert result["finished"] and 0 <= result["test"]["f1"] <= 1
 
-    import mlflow
     from mlflow.tracking import MlflowClient
 
     uri = f"sqlite:///{tmp_path / 'mlruns.db'}"

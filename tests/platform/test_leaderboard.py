@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from multigrain.platform.commands import main as cli_main
-from multigrain.testing import bilstm_tagger, copy_sentences, sentence_model, tiny_spec
+from multigrain.testing import sentence_model, tiny_spec
 from tests.conftest import DATA, train_runs
 
 

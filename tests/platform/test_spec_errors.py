@@ -1,8 +1,6 @@
 """Bad specs: one clear error naming the spec path, exit code != 0, nothing written."""
 import json
 
-import pytest
-
 from multigrain.platform.config import validate
 from multigrain.platform.specs import apply_overrides, spec_hash
 from multigrain.platform.experiment import Experiment

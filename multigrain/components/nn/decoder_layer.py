@@ -9,12 +9,11 @@ For target states ``y [B, T, d]`` and encoder states (the memory) ``m [B, S, d]`
 Keys and values are projected by the caller-visible halves of :class:`MultiHeadAttention`
 (``key_values`` / ``attend``), so that incremental decoding keeps them: the cross-attention's
 once per source (:meth:`memory`, ``[B, h, S, dh]``, shared by the source's beams, which attend
-as that many queries), the self-attention's grown by one position per step (:meth:`step`,
-``[N, h, t, dh]`` per row).
+as that many queries), the self-attention's grown by one position per step (:meth:`step`, a
+:class:`KeyValueCache` of ``[N, h, t, dh]``).
 """
 from __future__ import annotations
 
-from typing import Optional
 
 import torch
 from torch import nn
@@ -22,6 +21,7 @@ from torch import nn
 from multigrain.components.nn.add_norm import AddNorm
 from multigrain.components.nn.attention import MultiHeadAttention
 from multigrain.components.nn.feed_forward import FeedForward
+from multigrain.components.nn.key_value_cache import KeyValueCache
 
 KeyValues = tuple[torch.Tensor, torch.Tensor]
 
@@ -52,20 +52,18 @@ class PostNormDecoderLayer(nn.Module):
         y = self.norm1(y, self.self_attention.attend(y, keys, values, causal))
         return self._cross_and_ffn(y, memory, memory_mask)
 
-    def step(self, y: torch.Tensor, cache: Optional[KeyValues], memory: KeyValues, memory_mask: torch.Tensor,
-             beam_size: int = 1) -> tuple[torch.Tensor, KeyValues]:
+    def step(self, y: torch.Tensor, cache: KeyValueCache, memory: KeyValues, memory_mask: torch.Tensor,
+             beam_size: int = 1) -> torch.Tensor:
         """One new position of ``N = B * beam_size`` rows (row ``b * beam_size + k``: beam k of
         source b): ``y [N, 1, d]``; ``cache`` the self-attention keys/values of the earlier
-        positions ``[N, h, t, dh]`` (None at t = 0); ``memory`` the B sources' keys/values
-        ``[B, h, S, dh]`` and ``memory_mask [B, 1, 1, S]``, not repeated per beam: the beams of a
-        source are its ``beam_size`` queries in one cross-attention. Returns ``(y [N, 1, d],
-        cache with this position appended [N, h, t+1, dh])``: the numbers of :meth:`forward` at t."""
-        keys, values = self.self_attention.key_values(y)
-        if cache is not None:
-            keys, values = torch.cat([cache[0], keys], 2), torch.cat([cache[1], values], 2)
+        positions ``[N, h, t, dh]``, to which this position's are appended; ``memory`` the B
+        sources' keys/values ``[B, h, S, dh]`` and ``memory_mask [B, 1, 1, S]``, not repeated per
+        beam: the beams of a source are its ``beam_size`` queries in one cross-attention. Returns
+        ``y [N, 1, d]``: the numbers of :meth:`forward` at t."""
+        keys, values = cache.append(*self.self_attention.key_values(y))
         y = self.norm1(y, self.self_attention.attend(y, keys, values))
         by_source = self._cross_and_ffn(y.view(-1, beam_size, y.shape[-1]), memory, memory_mask)
-        return by_source.view(y.shape), (keys, values)
+        return by_source.view(y.shape)
 
     def _cross_and_ffn(self, y: torch.Tensor, memory: KeyValues, memory_mask: torch.Tensor) -> torch.Tensor:
         y = self.norm2(y, self.cross_attention.attend(y, memory[0], memory[1], memory_mask))

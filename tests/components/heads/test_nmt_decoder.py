@@ -10,6 +10,7 @@ import torch
 
 from multigrain.components.heads.nmt_decoder import NmtDecoder
 from multigrain.components.nn.beam_search import beam_search, length_penalty
+from multigrain.components.nn.key_value_cache import KeyValueCache
 from multigrain.platform.batching import pad_ids
 
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
@@ -91,6 +92,50 @@ def test_cached_steps_equal_full_recomputation_also_after_reordering():
         for t in range(4, 8):
             log_probs, state = decoder.step(state, moved[:, t], t)
             assert torch.allclose(log_probs, expected[:, t], atol=1e-5)
+
+
+@pytest.mark.parametrize("same_first_token", [True, False])
+def test_beam_grouped_steps_with_reused_buffers_equal_full_recomputation(same_first_token):
+    """Rows grouped by source (beam_size 3) share the memory; the first step is computed once per
+    source when the beams' tokens are equal (and per row when not); with ``reuse_buffers`` the
+    log-probabilities come from a buffer; after reordering, the cache follows its rows."""
+    decoder = tiny_decoder()
+    states, mask = sources()
+    K = 3
+    torch.manual_seed(6)
+    prefixes = torch.randint(4, 24, (4 * K, 6))
+    prefixes[:, 0] = BOS if same_first_token else torch.randint(4, 24, (4 * K,))
+    order = torch.tensor([0, 0, 2, 5, 4, 3, 7, 6, 6, 11, 9, 9])  # rows move among their source's beams
+    with torch.no_grad():
+        state = decoder.start(states, mask, K, reuse_buffers=True)
+        for t in range(3):
+            log_probs, state = decoder.step(state, prefixes[:, t], t)
+        state = NmtDecoder.reorder(state, order)
+        moved = torch.cat([prefixes[order, :3], prefixes[:, 3:]], 1)
+        repeated = states.repeat_interleave(K, 0), mask.repeat_interleave(K, 0)
+        expected = decoder(*repeated, moved)["logits"].log_softmax(-1)
+        for t in range(3, 6):
+            log_probs, state = decoder.step(state, moved[:, t], t)
+            assert torch.allclose(log_probs, expected[:, t], atol=1e-5)
+
+
+def test_the_key_value_cache_equals_concatenation_and_row_selection():
+    torch.manual_seed(7)
+    cache, keys, values = KeyValueCache(), torch.zeros(2, 2, 0, 3), torch.zeros(2, 2, 0, 3)
+    for action in ["append", "append", "reorder", "append", "repeat", "reorder", "append", "append", "reorder"]:
+        if action == "append":
+            k, v = torch.randn(keys.shape[0], 2, 1, 3), torch.randn(keys.shape[0], 2, 1, 3)
+            keys, values = torch.cat([keys, k], 2), torch.cat([values, v], 2)
+            got = cache.append(k, v)
+            assert torch.equal(got[0], keys) and torch.equal(got[1], values)
+        elif action == "reorder":
+            index = torch.randint(0, keys.shape[0], (keys.shape[0],))
+            keys, values = keys[index], values[index]
+            cache.reorder(index)
+        else:
+            keys, values = keys.repeat_interleave(2, 0), values.repeat_interleave(2, 0)
+            cache.repeat_rows(2)
+    assert cache.length == 5 and torch.equal(cache.keys[:, :, :5], keys) and torch.equal(cache.values[:, :, :5], values)
 
 
 def test_label_smoothed_loss_is_the_formula_over_real_targets():
