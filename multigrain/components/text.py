@@ -38,3 +38,21 @@ def bigrams_of(chars: Sequence[str]) -> list[str]:
     """Forward bigrams ``c_i c_{i+1}``, the last one paired with ``BIGRAM_END``."""
     chars = list(chars)
     return [a + b for a, b in zip(chars, chars[1:] + [BIGRAM_END])]
+
+
+SENTENCE_END = re.compile(r"[。！？!?；;]")
+
+
+def piece_bounds(chars: Sequence[str], limit: int) -> list[tuple[int, int]]:
+    """``[(start, end)]`` cutting ``chars`` into consecutive pieces of at most ``limit``: each
+    piece ends after the last sentence end (。！？!?；;) of its window when there is one (past
+    the window's first character), else at the window."""
+    bounds, start, n = [], 0, len(chars)
+    while n - start > limit:
+        ends = [i for i in range(start + 1, start + limit) if SENTENCE_END.fullmatch(chars[i])]
+        cut = ends[-1] + 1 if ends else start + limit
+        bounds.append((start, cut))
+        start = cut
+    if start < n:
+        bounds.append((start, n))
+    return bounds

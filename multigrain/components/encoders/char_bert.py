@@ -35,6 +35,11 @@ class CharBertEncoder(FactorisedBertEncoder):
         self.positions = nn.Embedding(max_positions, input_dim)
         self.init_weights(pretrained)
 
+    @property
+    def max_characters(self) -> int:
+        """The most characters one row may hold (text positions start at 0, beside [CLS])."""
+        return self.max_positions
+
     def encode_tokens(self, inputs: torch.Tensor, tokens: TokenPositions) -> tuple[torch.Tensor, torch.Tensor]:
         """``inputs [B, n, E]``, ``tokens.mask [B, n]`` (the character positions are 0..n-1) ->
         (character states ``[B, n, d]``, [CLS] state ``[B, d]``)."""

@@ -109,6 +109,11 @@ class LatticeBertEncoder(FactorisedBertEncoder):
                                                  use_absolute, use_distance, use_relation)
         self.init_weights(pretrained)
 
+    @property
+    def max_characters(self) -> int:
+        """The most characters one row may hold (text positions start at 0, beside [CLS])."""
+        return self.position_bias.max_positions
+
     def encode_tokens(self, inputs: torch.Tensor, lattice) -> tuple[torch.Tensor, torch.Tensor]:
         """``inputs [B, T, E]`` in ``lattice``'s layout -> (states of every token ``[B, T, d]`` in
         that layout, the [CLS] state ``[B, d]``)."""

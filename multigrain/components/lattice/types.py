@@ -108,6 +108,22 @@ class Lattice:
         n = self.n_chars
         return [(int(s), int(e), t) for (s, e), t in zip(self.spans[n:].tolist(), self.token_text[n:])]
 
+    def piece(self, start: int, end: int) -> "Lattice":
+        """The lattice of characters ``start .. end - 1``: the words inside them, positions
+        shifted to start at 0 (words crossing a bound are dropped)."""
+        n = self.n_chars
+        words = self.spans[n:].astype(np.int64)
+        inside = np.flatnonzero((words[:, 0] >= start) & (words[:, 1] < end)) + n
+        spans = np.concatenate([np.repeat(np.arange(end - start, dtype=np.int32)[:, None], 2, 1),
+                                (self.spans[inside] - start).astype(np.int32)])
+        text = self.chars[start:end] + tuple(self.token_text[i] for i in inside.tolist())
+        sources = np.concatenate([np.zeros(end - start, dtype=np.int64), self.sources[inside]])
+        seg = None
+        if self.seg_ids is not None:
+            seg = self.seg_ids[:, start:end]
+            seg = seg - seg[:, :1] if end > start else seg
+        return Lattice(self.chars[start:end], spans, text, sources, seg)
+
     def validate(self) -> None:
         """Raise ``ValueError`` naming the first broken invariant."""
         n, T = self.n_chars, self.n_tokens

@@ -2,7 +2,10 @@
 
 Fields ``chars`` and ``tags`` (the NER readers) and optionally ``lattice``; the batch has
 ``chars``, ``bigrams`` and ``mask [B, n]``, ``tags`` when every instance has them, and the
-``LatticeBatch`` of the lattices (``models/base.py``).
+``LatticeBatch`` of the lattices (``models/base.py``). A sentence longer than ``max_length``
+characters (default: the encoder's ``max_characters``, when it has learned positions) is
+encoded in pieces, one row each (``models/pieces.py``); the batch then also has ``pieces``
+(each row's sentence and first character, the sentences' ``mask`` and ``tags``).
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import torch
 
 from multigrain.components.metrics.span_f1 import SpanF1
 from multigrain.components.models.base import CharLatticeModel, count_lattice_words, length_mask
+from multigrain.components.models.pieces import join, split_long
 from multigrain.components.tag_schemes import detect_scheme, extract_spans
 from multigrain.components.text import bigrams_of
 from multigrain.platform.batching import pad_ids
@@ -29,8 +33,14 @@ class Tagger(CharLatticeModel):
     leaderboard_metric = "f1"
 
     def __init__(self, vocab: Vocabulary, embedder: TokenEmbedder, encoder: Lazy[Encoder], head: Lazy[Head],
-                 scheme: Optional[str] = None):
+                 scheme: Optional[str] = None, max_length: Optional[int] = None):
         super().__init__(vocab, embedder, encoder)
+        limit = getattr(self.encoder, "max_characters", None)
+        if max_length is not None and max_length < 1:
+            raise ValueError(f"max_length must be positive, got {max_length}")
+        if max_length is not None and limit is not None and max_length > limit:
+            raise ValueError(f"max_length {max_length} is more than the encoder's {limit} positions")
+        self.max_length = max_length if max_length is not None else limit
         self.labels = vocab.tokens("tags")
         self.scheme = scheme or detect_scheme(self.labels)
         self.head = head.construct(input_dim=self.output_dim, labels=self.labels,
@@ -50,17 +60,24 @@ class Tagger(CharLatticeModel):
             count_lattice_words(lattice, counters)
 
     def tensorize(self, instances: list[Instance]) -> dict[str, Any]:
+        rows, layout = split_long(instances, self.max_length)
         v = self.vocab
         batch: dict[str, Any] = {
-            "chars": pad_ids([self.char_ids(x["chars"]) for x in instances]),
-            "bigrams": pad_ids([v.indices("bigrams", bigrams_of(x["chars"])) for x in instances]),
-            "mask": length_mask([len(x["chars"]) for x in instances]),
+            "chars": pad_ids([self.char_ids(x["chars"]) for x in rows]),
+            "bigrams": pad_ids([v.indices("bigrams", bigrams_of(x["chars"])) for x in rows]),
+            "mask": length_mask([len(x["chars"]) for x in rows]),
         }
-        if all("tags" in x for x in instances):
-            batch["tags"] = pad_ids([v.indices("tags", x["tags"]) for x in instances])
-        lattice = self.collate_lattices([x.get("lattice") for x in instances])
+        if all("tags" in x for x in rows):
+            batch["tags"] = pad_ids([v.indices("tags", x["tags"]) for x in rows])
+        lattice = self.collate_lattices([x.get("lattice") for x in rows])
         if lattice is not None:
             batch["lattice"] = lattice
+        if layout is not None:
+            batch["pieces"] = {"instance": torch.tensor([i for i, _ in layout]),
+                               "start": torch.tensor([start for _, start in layout]),
+                               "mask": length_mask([len(x["chars"]) for x in instances])}
+            if "tags" in batch:
+                batch["pieces"]["tags"] = pad_ids([v.indices("tags", x["tags"]) for x in instances])
         return batch
 
     def text_to_instance(self, data: dict) -> Instance:
@@ -90,10 +107,15 @@ class Tagger(CharLatticeModel):
 
     # computation ----------------------------------------------------------
     def forward(self, chars: torch.Tensor, mask: torch.Tensor, tags: Optional[torch.Tensor] = None,
-                **batch) -> dict[str, torch.Tensor]:
-        """chars, bigrams [B, n]; mask [B, n] bool; tags [B, n]; optional lattice (LatticeBatch)."""
+                pieces: Optional[dict] = None, **batch) -> dict[str, torch.Tensor]:
+        """chars, bigrams [B, n]; mask [B, n] bool; tags [B, n]; optional lattice (LatticeBatch);
+        ``pieces`` when the rows are pieces of longer sentences: the returned ``predictions`` are
+        then the sentences' ``[B', N]``."""
         embedded, states = self.embed_and_encode(chars, mask, batch)
         out = self.head(states, mask, tags=tags, inputs=embedded[:, : chars.shape[1]])
+        if pieces is not None:
+            out["predictions"] = join(out["predictions"], mask, pieces["instance"], pieces["start"], pieces["mask"])
+            mask, tags = pieces["mask"], pieces.get("tags") if tags is not None else None
         if tags is not None and not self.training:
             self.metric(self.decode_tags(out["predictions"], mask), self.decode_tags(tags, mask))
         return out

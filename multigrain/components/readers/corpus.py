@@ -47,12 +47,11 @@ from typing import Iterator, Literal, Optional, Sequence
 from multigrain.components.lattice.builder import LatticeBuilder
 from multigrain.components.readers.files import in_fraction, read_lines
 from multigrain.components.readers.raw_text import check_shards
-from multigrain.components.text import split_chars
+from multigrain.components.text import piece_bounds, split_chars
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import ConfigurationError, DataError
 from multigrain.platform.kinds import Reader
 
-SENTENCE_END = re.compile(r"[。！？!?；;]")
 #: instances per lattice-building call
 CHUNK = 2048
 
@@ -99,14 +98,8 @@ def _natural(path: str):
 
 def pieces(chars: list[str], limit: int) -> Iterator[list[str]]:
     """``chars`` cut into pieces of at most ``limit``, each ending at a sentence end if the window has one."""
-    while len(chars) > limit:
-        window = chars[:limit]
-        ends = [i for i, c in enumerate(window) if SENTENCE_END.fullmatch(c)]
-        cut = ends[-1] + 1 if ends and ends[-1] > 0 else limit
-        yield chars[:cut]
-        chars = chars[cut:]
-    if chars:
-        yield chars
+    for start, end in piece_bounds(chars, limit):
+        yield chars[start:end]
 
 
 @Reader.register("text_corpus")
