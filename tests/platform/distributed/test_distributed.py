@@ -222,6 +222,29 @@ def test_resume_runs_only_the_missing_trials(swept, capsys):
     assert len({r.data.tags["spec_hash"] for r in runs}) == 6
 
 
+def test_a_translation_spec_sweeps_like_any_spec(ray_local, workdir, tmp_path):
+    """Each trial of a translator spec fits its subword model in its worker and logs BLEU/chrF
+    (and the sacrebleu signature) to MLflow, as ``multigrain train`` does."""
+    from tests.components.models.test_translator import spec_for, tatoeba_pairs
+    from tests.conftest import DATA
+
+    spec = spec_for(tatoeba_pairs(DATA, tmp_path, 20), epochs=1)
+    spec["test_data_path"] = spec["train_data_path"]
+    uri = f"sqlite:///{tmp_path / 'mt.db'}"
+    code = cli_main(["sweep", write_spec(tmp_path, spec), "--grid", LR_GRID, "--tracking-uri", uri,
+                     "--runs-root", str(tmp_path / "runs"), "--resources", '{"num_cpus": 1, "num_gpus": 0}'])
+    assert code == 0
+    runs = mlflow_runs(uri)
+    assert len(runs) == 2 and all(r.info.status == "FINISHED" for r in runs)
+    for run_dir in (tmp_path / "runs" / "tiny").iterdir():
+        metrics = json.loads((run_dir / "metrics.json").read_text())
+        assert metrics["finished"] and (run_dir / "resources" / "target_subwords.json").is_file()
+        run = next(r for r in runs if r.data.tags["spec_hash"] == metrics["spec_hash"])
+        assert run.data.metrics["test_bleu"] == pytest.approx(metrics["test"]["bleu"])
+        assert run.data.metrics["test_chrf"] == pytest.approx(metrics["test"]["chrf"])
+        assert run.data.tags["sacrebleu_signature"].startswith("nrefs:1|case:lc|")
+
+
 def test_gpu_placement_with_declared_gpu(ray_local, swept, tmp_path):
     spec = resume_tagger_spec(tmp_path / "data")
     trials = expand_sweep(spec, [], 1, "tiny", tmp_path / "runs")
