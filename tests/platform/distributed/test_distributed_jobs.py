@@ -9,7 +9,7 @@ import pytest
 
 from multigrain.platform.cli import main as cli_main
 from multigrain.platform.ray.jobs import list_jobs, wait_for_job
-from multigrain.platform.specs import spec_hash
+from multigrain.platform.specs import load_spec, spec_hash
 from tests.conftest import mlflow_runs, resume_tagger_spec, write_spec
 from tests.platform.distributed.ray_head import LocalHead, free_port
 
@@ -72,3 +72,25 @@ def test_submit_refuses_bad_spec_and_unreachable_head(head, tmp_path, capsys):
     code = cli_main(["submit", write_spec(tmp_path, spec), "--address", f"http://127.0.0.1:{free_port()}"])
     err = capsys.readouterr().err
     assert code == 2 and "cannot reach the Ray Jobs API" in err and err.count("error:") == 1
+
+
+def test_a_translation_spec_runs_as_a_job(head, tmp_path):
+    """``submit`` of a translator spec: the job fits the subword model, trains, and scores BLEU."""
+    from tests.components.models.test_translator import spec_for, tatoeba_pairs
+    from tests.conftest import DATA
+
+    spec = spec_for(tatoeba_pairs(DATA, tmp_path, 20), epochs=1)
+    spec["test_data_path"] = spec["train_data_path"]
+    spec_path = write_spec(tmp_path, spec)
+    digest = spec_hash(load_spec(spec_path))  # as submit reads it (Jsonnet writes 1.0 as 1)
+    job_cwd = tmp_path / "checkout"
+    job_cwd.mkdir()
+    assert cli_main(["submit", spec_path, "--address", head.dashboard_url, "--cwd", str(job_cwd),
+                     "--tracking-uri", f"sqlite:///{tmp_path}/mt.db"]) == 0
+    assert wait_for_job(head.dashboard_url, f"multigrain-{digest[:16]}", timeout=180, poll=1) == "SUCCEEDED"
+    run_dir = job_cwd / "runs" / "jobs" / f"tiny-{digest[:8]}"
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["finished"] and 0 <= metrics["test"]["bleu"] <= 100 and "chrf" in metrics["test"]
+    assert (run_dir / "resources" / "target_subwords.json").is_file()
+    runs = mlflow_runs(f"sqlite:///{tmp_path}/mt.db")
+    assert [r.data.tags["spec_hash"] for r in runs] == [digest]
