@@ -5,7 +5,7 @@ fine-tuned on downstream tasks (issue 27). Writes ``benchmarks/results/lattice_b
     python benchmarks/lattice_bert.py --chars-budget N [--epochs E] [--size tiny]
         [--tasks resume msra chnsenticorp bq] [--seeds 3] [--finetune-epochs K]
         [--finetune-max-instances M] [--workers 1 2] [--runs-dir runs/lattice_bert]
-        [--results benchmarks/RESULTS.md] [--out benchmarks/results/lattice_bert.json]
+        [--results benchmarks/RESULTS.md] [--out benchmarks/results/lattice_bert.json] [--section HEADING]
     python benchmarks/lattice_bert.py --count-corpus      # characters of each corpus source
 
 1. Pre-training (``jsonnet_configs/pretrain``): Lattice-BERT with MSP, the -MSP ablation (plain
@@ -323,6 +323,8 @@ def main(argv=None) -> int:
     parser.add_argument("--tracking-uri", default=None)
     parser.add_argument("--no-tracking", action="store_true")
     parser.add_argument("--note", default="", help="a line written under the tables (e.g. 'smoke run')")
+    parser.add_argument("--section", default="## Lattice-BERT",
+                        help="the RESULTS.md heading to write (another budget: another section and --out)")
     args = parser.parse_args(argv)
     os.chdir(ROOT)  # the specs' data paths are relative to the repository root
     from results_md import write_section
@@ -350,7 +352,7 @@ def main(argv=None) -> int:
     tmp = out.with_suffix(".tmp")
     tmp.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
     os.replace(tmp, out)
-    write_section("## Lattice-BERT", section(report), Path(args.results))
+    write_section(args.section, section(report), Path(args.results))
     return 0
 
 
