@@ -5,7 +5,7 @@ Fields ``chars`` and ``tags`` (the NER readers) and optionally ``lattice``; the 
 ``LatticeBatch`` of the lattices (``models/base.py``). A sentence longer than ``max_length``
 characters (default: the encoder's ``max_characters``, when it has learned positions) is
 encoded in pieces, one row each (``models/pieces.py``); the batch then also has ``pieces``
-(each row's sentence and first character, the sentences' ``mask`` and ``tags``).
+(each row's sentence and first character, the sentences' ``mask``).
 """
 from __future__ import annotations
 
@@ -76,8 +76,6 @@ class Tagger(CharLatticeModel):
             batch["pieces"] = {"instance": torch.tensor([i for i, _ in layout]),
                                "start": torch.tensor([start for _, start in layout]),
                                "mask": length_mask([len(x["chars"]) for x in instances])}
-            if "tags" in batch:
-                batch["pieces"]["tags"] = pad_ids([v.indices("tags", x["tags"]) for x in instances])
         return batch
 
     def text_to_instance(self, data: dict) -> Instance:
@@ -115,7 +113,9 @@ class Tagger(CharLatticeModel):
         out = self.head(states, mask, tags=tags, inputs=embedded[:, : chars.shape[1]])
         if pieces is not None:
             out["predictions"] = join(out["predictions"], mask, pieces["instance"], pieces["start"], pieces["mask"])
-            mask, tags = pieces["mask"], pieces.get("tags") if tags is not None else None
+            if tags is not None:
+                tags = join(tags, mask, pieces["instance"], pieces["start"], pieces["mask"])
+            mask = pieces["mask"]
         if tags is not None and not self.training:
             self.metric(self.decode_tags(out["predictions"], mask), self.decode_tags(tags, mask))
         return out

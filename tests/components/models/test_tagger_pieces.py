@@ -94,3 +94,16 @@ def test_a_bert_tagger_with_12_positions_tags_40_character_sentences_in_pieces(e
         one_by_one = [model(**model.tensorize([piece]))["predictions"][0] for piece in pieces]
     assert len(pieces) >= 3
     assert whole.tolist() == torch.cat(one_by_one).tolist()
+
+
+@pytest.mark.parametrize("max_length,message", [(13, "max_length 13 is more than the encoder's 12 positions"),
+                                                (0, "max_length must be positive, got 0")])
+def test_a_bad_max_length_is_one_spec_error_and_writes_nothing(max_length, message, tmp_path, tagger_overfit_data):
+    from multigrain.platform.errors import SpecError
+    from multigrain.platform.runs import Run
+
+    model = dict(bert_tagger("char_bert", False), max_length=max_length)
+    with pytest.raises(SpecError) as error:
+        Run(tagger_overfit_data.spec(model, lattice=False, epochs=1), tmp_path / "run").train()
+    assert "model: Tagger: " + message in str(error.value) and str(error.value).startswith("1 error in spec")
+    assert not (tmp_path / "run").exists()
