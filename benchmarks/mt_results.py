@@ -4,7 +4,7 @@ several seeds; BLEU on every test set of the specs (tvsub: 3 references, wmt22: 
 Tatoeba test split), model sizes and training time.
 
     python benchmarks/mt_results.py [--size small|base] [--seeds 3] [--first-seed 13] [--epochs N] [--max-train-pairs N]
-        [--max-test-sentences N] [--only transformer big] [--runs-dir runs/mt] [--tracking-uri URI]
+        [--max-test-sentences N] [--only transformer big] [--runs-dir runs/mt] [--tracking-uri URI | --no-tracking]
         [--results benchmarks/RESULTS.md] [--out benchmarks/results/translation.json]
 
 ``--size base`` (``tvsub_*.jsonnet``, Transformer base: 6+6 layers of 512) is for a GPU, ``small``
@@ -168,6 +168,8 @@ def main(argv=None) -> int:
                         help="trainer.mixed_precision (CUDA only; part of the spec hash)")
     parser.add_argument("--runs-dir", default="runs/mt")
     parser.add_argument("--tracking-uri", default=None, help="the MLflow store (default: ./mlruns.db)")
+    parser.add_argument("--no-tracking", action="store_true",
+                        help="log nothing to MLflow (a machine without it; `multigrain log RUN` logs a run later)")
     parser.add_argument("--results", default=str(results_md.RESULTS))
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "translation.json"))
     args = parser.parse_args(argv)
@@ -189,7 +191,8 @@ def main(argv=None) -> int:
             if args.mixed_precision:
                 spec["trainer"]["mixed_precision"] = args.mixed_precision
             run_dir = run_dir_for(encoder, spec, args.runs_dir, args.size, args.max_train_pairs)
-            result = results_md.train_or_reuse(spec, run_dir, args.tracking_uri, str(spec_path(encoder, args.size)))
+            result = results_md.train_or_reuse(spec, run_dir, args.tracking_uri, str(spec_path(encoder, args.size)),
+                                               track=not args.no_tracking)
             if not result.get("finished"):
                 print(f"{run_dir}: training did not finish; left out", flush=True)
                 continue

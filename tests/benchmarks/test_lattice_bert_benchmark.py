@@ -27,3 +27,11 @@ def test_section_tables():
     assert "| lattice_bert | 2,000 | 3,000 | 10 | 300 | 450 | 50.0 | 50.0 | 87.5 | 75.0 |" in text
     assert "| resume | f1 | 88.00 ± 0.00 | 91.00 ± 1.41 |" in text
     assert "no --workers here" in text
+
+
+def test_the_cuda_checks_run_on_the_cpu():
+    """benchmarks/cuda_checks.py (for a lent GPU) against the CPU itself: the script's beam and
+    Lattice-BERT checks run and pass (device = CPU, so the comparisons are exact)."""
+    import cuda_checks
+
+    assert cuda_checks.main(["--device", "cpu", "--checks", "beam", "lattice_bert"]) == 0

@@ -110,3 +110,16 @@ def test_parts_run_apart_make_one_table(fake_training, tmp_path, monkeypatch):
     (tmp_path / "c.json").write_text(json.dumps(other), encoding="utf-8")
     assert mt_results.main(["--combine", str(tmp_path / "a.json"), str(tmp_path / "c.json"), "--results",
                             str(results), "--out", str(tmp_path / "x.json")]) == 2
+
+
+def test_no_tracking_trains_without_mlflow(fake_training, tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    tracked = []
+    fake = results_md.train_or_reuse
+    monkeypatch.setattr(results_md, "train_or_reuse",
+                        lambda *a, track=True, **k: tracked.append(track) or fake(*a, track=track, **k))
+    for flags, expected in (([], True), (["--no-tracking"], False)):
+        tracked.clear()
+        assert mt_results.main(["--seeds", "1", "--only", "big", *flags, "--runs-dir", str(tmp_path / "runs"),
+                                "--results", str(tmp_path / "R.md"), "--out", str(tmp_path / "mt.json")]) == 0
+        assert tracked == [expected]

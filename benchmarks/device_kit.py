@@ -1,0 +1,108 @@
+"""Packs what a lent GPU machine (the workplace's `device` tool) needs to run
+``benchmarks/device_session.sh`` into ``.device/`` (git-ignored), checks that the working tree and
+the kit fit what travels (64 MiB), and prints the call to make.
+
+    python benchmarks/device_kit.py [--parts checks speed mt lb]
+
+That machine's image holds Python 3.12 with PyTorch (CUDA), transformers, tokenizers, sacrebleu,
+numpy, tqdm and rich; it has no network. What multigrain needs beyond that travels as wheels for
+CPython 3.12 (``.device/wheels``: the versions pinned in pyproject.toml; jieba has no wheel on PyPI
+and is built here, pure Python). MLflow and Ray stay behind: the session trains with
+``--no-tracking`` in one process, and ``multigrain log RUN_DIR`` logs its runs here afterwards.
+The data travels as one archive of ../shared/data's folders (``.device/data.tar.gz``), unpacked
+there as ../shared/data (the specs' paths are relative to the repository root).
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tarfile
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+KIT = ROOT / ".device"
+DATA = ROOT.parent / "shared" / "data"
+LIMIT = 64 * 2 ** 20  # what the device tool carries: working tree + carried paths
+#: the image lacks these (binary wheels for cp312 on manylinux x86-64, or built here when PyPI has none)
+WHEELS = ("jsonnet", "pyahocorasick", "pytorch-crf")
+BUILT = ("jieba",)
+PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_24_x86_64", "manylinux_2_17_x86_64",
+             "manylinux2014_x86_64", "manylinux1_x86_64")
+#: the ../shared/data folders each part reads (the Lattice-BERT corpus reads every Chinese source)
+CORPUS = ("resume_ner", "weibo_ner", "msra_ner", "chnsenticorp", "bq_corpus", "cmrc2018", "tatoeba_cmn_eng",
+          "tvsub_zh_en")
+FOLDERS = {
+    "checks": CORPUS,
+    "speed": (),
+    "mt": ("tvsub_zh_en", "wmt22_generaltest_zh_en", "wmt_newstest_zh_en", "tatoeba_cmn_eng"),
+    "lb": CORPUS + ("thucnews_titles",),
+}
+
+
+def pins() -> dict[str, str]:
+    """name -> ``name==version`` of pyproject.toml's pinned dependencies."""
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    found = {}
+    for dep in deps:
+        m = re.fullmatch(r"([A-Za-z0-9_.-]+)(?:\[[^]]*\])?==(\S+)", dep)
+        if m:
+            found[m.group(1).lower()] = f"{m.group(1)}=={m.group(2)}"
+    return found
+
+
+def fetch_wheels(target: Path, python_version: str) -> None:
+    target.mkdir(parents=True, exist_ok=True)
+    for old in target.glob("*.whl"):
+        old.unlink()
+    pinned = pins()
+    platforms = [arg for p in PLATFORMS for arg in ("--platform", p)]
+    pip = [sys.executable, "-m", "pip"]
+    subprocess.run([*pip, "download", "-q", "--no-deps", "--only-binary=:all:", "--python-version", python_version,
+                    "--implementation", "cp", *platforms, "-d", str(target), *(pinned[n] for n in WHEELS)],
+                   check=True)
+    subprocess.run([*pip, "wheel", "-q", "--no-deps", "-w", str(target), *(pinned[n] for n in BUILT)], check=True)
+
+
+def pack_data(folders: list[str], archive: Path) -> None:
+    missing = [f for f in folders if not (DATA / f).is_dir()]
+    if missing:
+        raise SystemExit(f"{DATA}: missing {', '.join(missing)}")
+    tmp = archive.with_name(archive.name + ".tmp")
+    with tarfile.open(tmp, "w:gz") as tar:
+        for folder in folders:
+            tar.add(DATA / folder, arcname=f"data/{folder}")
+    tmp.replace(archive)
+
+
+def travelling_bytes() -> int:
+    """Tracked and untracked-not-ignored files of the working tree, plus the kit."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    tree = sum((ROOT / p).stat().st_size for p in listed if p and (ROOT / p).is_file())
+    return tree + sum(p.stat().st_size for p in KIT.rglob("*") if p.is_file())
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--parts", nargs="+", choices=list(FOLDERS), default=["checks", "speed", "mt"])
+    parser.add_argument("--python-version", default="3.12", help="the machine's Python (3.12 there)")
+    args = parser.parse_args(argv)
+    fetch_wheels(KIT / "wheels", args.python_version)
+    folders = sorted({f for part in args.parts for f in FOLDERS[part]})
+    pack_data(folders, KIT / "data.tar.gz")
+    size = travelling_bytes()
+    print(f"{KIT}: wheels {', '.join(sorted(p.name for p in (KIT / 'wheels').glob('*.whl')))}; "
+          f"data {', '.join(folders)}; with the working tree {size / 2 ** 20:.1f} MiB of {LIMIT / 2 ** 20:.0f}")
+    if size > LIMIT:
+        print("too large to travel: fewer --parts", file=sys.stderr)
+        return 2
+    print(f'device run: command "bash benchmarks/device_session.sh {" ".join(args.parts)}", carry [".device"], '
+          f"timeout_s 590")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

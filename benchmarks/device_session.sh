@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The GPU work of issues 26 and 27, for one call of the `device` tool (a lent machine, about ten
+# minutes of it): prepare here with `python benchmarks/device_kit.py --parts PARTS`, then run there
+#   bash benchmarks/device_session.sh PARTS      (carry .device; see device_kit.py)
+# PARTS, in order, each under its own time limit (seconds; environment overrides):
+#   checks  benchmarks/cuda_checks.py: beam search and Lattice-BERT on CUDA = CPU, bf16 trainings,
+#           the mt and lb budgets measured (its "plan" line)                                     CHECKS_S=240
+#   speed   benchmarks/mt_speed.py --device cuda (3 processes)                                      SPEED_S=150
+#   mt      benchmarks/mt_results.py --size base --seeds 1, both encoders side by side on the GPU,
+#           MT_EPOCHS epochs (default 1) of all TVsub pairs, tests tvsub wmt22 tatoeba             MT_S=330
+#   lb      benchmarks/lattice_bert.py, LB_CHARS characters (default the whole corpus), one seed,
+#           four fine-tuning tasks                                                                  LB_S=540
+# Everything it writes comes back in $OUT: session.log and results.tar.gz (RESULTS.md with the GPU
+# speed section, the mt/lb tables and JSON results, every run directory's metrics.json/config.json
+# for `multigrain log` here). PYTHON and DEVICE (default python3, cuda; cpu: fp32) and MT_EXTRA /
+# LB_EXTRA (more arguments) let a CPU machine rehearse the plumbing, e.g.
+#   DEVICE=cpu MT_EXTRA="--max-train-pairs 300 --max-test-sentences 10" bash benchmarks/device_session.sh mt
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/device-out}
+mkdir -p "$OUT"
+exec > >(tee "$OUT/session.log") 2>&1
+export CI=true PYTHONUNBUFFERED=1
+PY=${PYTHON:-python3}
+$PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+    .device/wheels/*.whl || { echo "wheels did not install"; exit 3; }
+export PYTHONPATH=/tmp/site:$PWD
+if [ ! -d ../shared/data ]; then
+    mkdir -p ../shared && tar -xzf .device/data.tar.gz -C ../shared || { echo "data did not unpack"; exit 3; }
+fi
+command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+$PY -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
+RUNS=runs/device
+precision=(--mixed-precision bf16)
+[ "${DEVICE:-cuda}" = cpu ] && precision=()
+status=0
+for part in "$@"; do
+    echo "=== $part ($(date -u +%T))"
+    case $part in
+        checks) timeout "${CHECKS_S:-240}" $PY benchmarks/cuda_checks.py --device "${DEVICE:-cuda}" --runs-dir "$RUNS/checks" ;;
+        speed) timeout "${SPEED_S:-150}" $PY benchmarks/mt_speed.py --device "${DEVICE:-cuda}" --processes 3 --repeats 7 ;;
+        mt)
+            pids=()
+            for encoder in transformer big; do
+                timeout "${MT_S:-330}" $PY benchmarks/mt_results.py --size base --seeds 1 \
+                    --epochs "${MT_EPOCHS:-1}" --test-sets tvsub wmt22 tatoeba "${precision[@]}" --no-tracking ${MT_EXTRA:-} \
+                    --only "$encoder" --runs-dir "$RUNS/mt" --out "$RUNS/mt_$encoder.json" \
+                    --results "$RUNS/mt_$encoder.md" > "$OUT/mt_$encoder.log" 2>&1 &
+                pids+=($!)
+            done
+            wait "${pids[@]}"  # not a bare wait: it would wait for the log's tee too
+            tail -n 5 "$OUT"/mt_*.log
+            $PY benchmarks/mt_results.py --combine "$RUNS"/mt_*.json --out "$RUNS/mt.json" --results "$RUNS/mt.md"
+            ;;
+        lb) timeout "${LB_S:-540}" $PY benchmarks/lattice_bert.py --chars-budget "${LB_CHARS:-10809170}" \
+                --epochs 1 --seeds 1 --tasks resume chnsenticorp bq thucnews "${precision[@]}" --no-tracking ${LB_EXTRA:-} \
+                --models lattice_bert char_bert --runs-dir "$RUNS/lb" --out "$RUNS/lb.json" \
+                --results "$RUNS/lb.md" --section "## Lattice-BERT on a GPU" ;;
+        *) echo "unknown part $part (checks speed mt lb)"; false ;;
+    esac
+    code=$?
+    echo "=== $part: exit $code ($(date -u +%T))"
+    [ $code -eq 0 ] || status=1
+done
+find "$RUNS" \( -name metrics.json -o -name config.json -o -name spec_hash -o -path "$RUNS/*.json" \
+    -o -path "$RUNS/*.md" \) -print0 2>/dev/null \
+    | tar -czf "$OUT/results.tar.gz" --null -T - benchmarks/RESULTS.md benchmarks/results
+exit $status
