@@ -2,7 +2,7 @@
 ``benchmarks/device_session.sh`` into ``.device/`` (git-ignored), checks that the working tree and
 the kit fit what travels (64 MiB), and prints the call to make.
 
-    python benchmarks/device_kit.py [--parts checks speed mt lb]
+    python benchmarks/device_kit.py [--parts checks speed mt lb] [--python-version 3.12]
 
 That machine's image holds Python 3.12 with PyTorch (CUDA), transformers, tokenizers, sacrebleu,
 numpy, tqdm and rich; it has no network. What multigrain needs beyond that travels as wheels for
@@ -87,7 +87,7 @@ def travelling_bytes() -> int:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--parts", nargs="+", choices=list(FOLDERS), default=["checks", "speed", "mt"])
+    parser.add_argument("--parts", nargs="+", choices=list(FOLDERS), default=list(FOLDERS))
     parser.add_argument("--python-version", default="3.12", help="the machine's Python (3.12 there)")
     args = parser.parse_args(argv)
     fetch_wheels(KIT / "wheels", args.python_version)
@@ -99,8 +99,15 @@ def main(argv=None) -> int:
     if size > LIMIT:
         print("too large to travel: fewer --parts", file=sys.stderr)
         return 2
-    print(f'device run: command "bash benchmarks/device_session.sh {" ".join(args.parts)}", carry [".device"], '
-          f"timeout_s 590")
+    checks = [p for p in args.parts if p in ("checks", "speed")]
+    training = [p for p in args.parts if p in ("mt", "lb")]
+    if checks:
+        print(f'device run 1: command "bash benchmarks/device_session.sh {" ".join(checks)}", carry [".device"], '
+              f"timeout_s 480")
+    for part in training:
+        knob = "MT_EPOCHS=E MT_S=S" if part == "mt" else "LB_CHARS=N LB_S=S"
+        print(f'device run ({part}): command "{knob} bash benchmarks/device_session.sh {part}", carry [".device"], '
+              f"timeout_s S+60 (E, N, S from run 1's plan line and the device time left)")
     return 0
 
 

@@ -25,9 +25,8 @@ PY=${PYTHON:-python3}
 $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
     .device/wheels/*.whl || { echo "wheels did not install"; exit 3; }
 export PYTHONPATH=/tmp/site:$PWD
-if [ ! -d ../shared/data ]; then
-    mkdir -p ../shared && tar -xzf .device/data.tar.gz -C ../shared || { echo "data did not unpack"; exit 3; }
-fi
+# unpacked at every call: a warm machine may hold an older kit's archive
+mkdir -p ../shared && tar -xzf .device/data.tar.gz -C ../shared || { echo "data did not unpack"; exit 3; }
 command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 $PY -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
 RUNS=runs/device
