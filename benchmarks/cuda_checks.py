@@ -11,15 +11,14 @@ result is measured there (``benchmarks/device_session.sh checks`` runs this on a
    near ties).
 2. ``lattice_bert``: a Lattice-BERT encoder (tiny sizes, random weights) on the device equals the CPU
    to 1e-4 (fp32, relative norm) and to 3e-2 under bf16 autocast.
-3. ``train_mt`` / ``train_lattice_bert``: a tiny translator (Tatoeba, 200 pairs) and a tiny
-   Lattice-BERT pre-training (20,000 characters) trained through ``Run`` with
-   ``trainer.mixed_precision: bf16`` on the device, no MLflow: the run finishes, its losses are
-   finite, ``metrics.json`` names the device.
-
-4. ``plan``: the session's budgets measured, not guessed: training time per step of the base
-   translators (6,400 TVsub pairs each, bf16) and characters/s of the two tiny pre-trainings
-   (200,000 characters each), projected to one epoch of all 429,501 pairs and of the whole
-   10.8M-character corpus (choose MT_EPOCHS / LB_CHARS of device_session.sh from these).
+3. ``train_mt``: a tiny translator (Tatoeba, 200 pairs, one test set) trained through ``Run``
+   with ``trainer.mixed_precision: bf16`` on the device, no MLflow: the run finishes, its losses
+   are finite, ``metrics.json`` names the device.
+4. ``plan_mt`` / ``plan_lb``: the same kind of training checks, sized to measure the session's
+   budgets instead of guessing them: time per step of the two base translators (6,400 TVsub pairs
+   each) and characters/s of the two tiny pre-trainings (200,000 characters each), projected to one
+   epoch of all 429,501 pairs and of the whole 10.8M-character corpus (choose MT_EPOCHS / LB_CHARS
+   of device_session.sh from these lines).
 
 One line per check (PASS/FAIL and its figures); exit status 1 when one fails. ``--device cpu`` runs
 1-2 against the CPU itself and 3-4 in fp32 on smaller cuts (a test of this script, not of a GPU).
@@ -140,28 +139,15 @@ def check_train_mt(device: torch.device, runs: Path) -> str:
     return f"device {result['device']!r}, train loss {result['history'][-1]['train_loss']:.3f}, test BLEU {bleu:.2f}"
 
 
-def check_train_lattice_bert(device: torch.device, runs: Path) -> str:
-    from multigrain.platform.specs import load_spec
-
-    spec = load_spec(ROOT / "jsonnet_configs" / "pretrain" / "lattice_bert_tiny.jsonnet")
-    spec["dataset_reader"]["max_chars"] = 20000
-    spec["validation_dataset_reader"]["max_instances"] = 50
-    result = train(on_device(spec, device), runs / "train_lattice_bert")
-    return (f"device {result['device']!r}, train loss {result['history'][-1]['train_loss']:.3f}, "
-            f"{result['training_seconds']:.1f} s")
-
-
 TVSUB_PAIRS, CORPUS_CHARS = 429_501, 10_809_170
 
 
-def check_plan(device: torch.device, runs: Path) -> str:
-    """Measured speed of what the session's mt and lb parts train, projected to their full budgets."""
-    import lattice_bert
+def check_plan_mt(device: torch.device, runs: Path) -> str:
+    """Time per step of both base translators, projected to one epoch of every TVsub pair."""
     import mt_results
 
-    cuda = device.type == "cuda"
+    pairs = 6400 if device.type == "cuda" else 128
     lines = []
-    pairs = 6400 if cuda else 128
     for encoder in mt_results.ENCODERS:
         spec = mt_results.prepared_spec(encoder, "base", 13, epochs=1, max_train_pairs=pairs, test_sets=())
         spec["validation_dataset_reader"]["max_instances"] = 32
@@ -170,7 +156,15 @@ def check_plan(device: torch.device, runs: Path) -> str:
         per_step = result["training_seconds"] / math.ceil(pairs / batch)
         lines.append(f"{encoder} base: {per_step * 1000:.0f} ms/step, one epoch of {TVSUB_PAIRS:,} pairs "
                      f"~{per_step * math.ceil(TVSUB_PAIRS / batch) / 60:.1f} min")
-    chars = 200_000 if cuda else 10_000
+    return "; ".join(lines)
+
+
+def check_plan_lb(device: torch.device, runs: Path) -> str:
+    """Characters/s of both tiny pre-trainings, projected to the whole corpus."""
+    import lattice_bert
+
+    chars = 200_000 if device.type == "cuda" else 10_000
+    lines = []
     for name in ("lattice_bert", "char_bert"):
         spec = lattice_bert.pretrain_spec(name, "tiny", chars, 1, None)
         spec["validation_dataset_reader"]["max_instances"] = 32
@@ -182,7 +176,7 @@ def check_plan(device: torch.device, runs: Path) -> str:
 
 
 CHECKS = {"beam": check_beam, "lattice_bert": check_lattice_bert, "train_mt": check_train_mt,
-          "train_lattice_bert": check_train_lattice_bert, "plan": check_plan}
+          "plan_mt": check_plan_mt, "plan_lb": check_plan_lb}
 
 
 @contextlib.contextmanager

@@ -107,7 +107,7 @@ def main(argv=None) -> int:
     for part in training:
         knob = "MT_EPOCHS=E MT_S=S" if part == "mt" else "LB_CHARS=N LB_S=S"
         print(f'device run ({part}): command "{knob} bash benchmarks/device_session.sh {part}", carry [".device"], '
-              f"timeout_s S+60 (E, N, S from run 1's plan line and the device time left)")
+              f"timeout_s S+60 (E, N, S from run 1's plan_mt / plan_lb lines and the device time left)")
     return 0
 
 

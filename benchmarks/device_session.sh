@@ -4,7 +4,7 @@
 #   bash benchmarks/device_session.sh PARTS      (carry .device; see device_kit.py)
 # PARTS, in order, each under its own time limit (seconds; environment overrides):
 #   checks  benchmarks/cuda_checks.py: beam search and Lattice-BERT on CUDA = CPU, bf16 trainings,
-#           the mt and lb budgets measured (its "plan" line)                                     CHECKS_S=240
+#           the mt and lb budgets measured (its plan_mt, plan_lb lines)                         CHECKS_S=240
 #   speed   benchmarks/mt_speed.py --device cuda (3 processes)                                      SPEED_S=150
 #   mt      benchmarks/mt_results.py --size base --seeds 1, both encoders side by side on the GPU,
 #           MT_EPOCHS epochs (default 1) of all TVsub pairs, tests tvsub wmt22 tatoeba             MT_S=330
