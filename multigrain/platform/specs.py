@@ -155,9 +155,21 @@ def load_spec(path: str | Path, overrides: Sequence[str] = (), ext_vars: dict[st
     return apply_overrides(spec, list(overrides)) if overrides else spec
 
 
+def _integral_floats_as_ints(value: Any) -> Any:
+    """``value`` with every integral float written as Jsonnet writes it (``1.0`` -> ``1``)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _integral_floats_as_ints(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_integral_floats_as_ints(item) for item in value]
+    return value
+
+
 def spec_hash(spec: dict) -> str:
-    """sha256 over canonical JSON: the run's identity."""
-    canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """sha256 over canonical JSON: the run's identity. Numbers are canonical too: a spec built in
+    Python with ``1.0`` is the spec Jsonnet manifests with ``1``."""
+    canonical = json.dumps(_integral_floats_as_ints(spec), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 

@@ -157,6 +157,18 @@ def test_spec_hash_is_canonical():
     assert spec_hash(a) != spec_hash({**a, "b": 2})
 
 
+def test_spec_hash_of_integral_floats_is_the_jsonnet_hash(tmp_path):
+    """Jsonnet manifests ``1.0`` as ``1``: the same spec built as a Python dict hashes the same."""
+    from multigrain.platform.specs import load_spec
+
+    path = tmp_path / "spec.jsonnet"
+    path.write_text('{trainer: {grad_clipping: 1.0, lr: 0.5, steps: [2.0, 3]}, seed: 13}')
+    by_hand = {"trainer": {"grad_clipping": 1.0, "lr": 0.5, "steps": (2.0, 3)}, "seed": 13.0}
+    assert spec_hash(load_spec(path)) == spec_hash(by_hand)
+    assert spec_hash(by_hand) != spec_hash({**by_hand, "seed": 13.5})
+    assert spec_hash({"flag": True}) != spec_hash({"flag": 1})
+
+
 def test_repo_specs_validate(monkeypatch):
     from multigrain.platform.specs import load_spec
     from multigrain.platform.experiment import validate_spec
