@@ -1,0 +1,58 @@
+"""benchmarks/device_kit.py without the network: the data archive holds exactly the folders of the
+parts asked for, a missing data folder and a kit over the travel limit are refused in one line, and
+neither refusal leaves an archive behind."""
+import sys
+import tarfile
+
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import device_kit  # noqa: E402
+
+
+@pytest.fixture
+def kit(tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    for folder in ("tvsub_zh_en", "wmt22_generaltest_zh_en", "wmt_newstest_zh_en", "tatoeba_cmn_eng"):
+        (data / folder).mkdir(parents=True)
+        (data / folder / "part.txt").write_text(f"{folder}\n", encoding="utf-8")
+
+    def fetch_wheels(target, python_version):
+        target.mkdir(parents=True, exist_ok=True)
+        (target / f"jieba-0.42.1-py3-none-any-{python_version}.whl").write_bytes(b"wheel")
+
+    monkeypatch.setattr(device_kit, "DATA", data)
+    monkeypatch.setattr(device_kit, "KIT", tmp_path / ".device")
+    monkeypatch.setattr(device_kit, "fetch_wheels", fetch_wheels)
+    return tmp_path
+
+
+def test_archive_holds_the_parts_folders_and_the_calls_are_printed(kit, capsys):
+    assert device_kit.main(["--parts", "speed", "mt"]) == 0
+    with tarfile.open(kit / ".device" / "data.tar.gz") as tar:
+        names = sorted(tar.getnames())
+    assert [n for n in names if n.endswith("part.txt")] == [
+        f"data/{f}/part.txt" for f in ("tatoeba_cmn_eng", "tvsub_zh_en", "wmt22_generaltest_zh_en", "wmt_newstest_zh_en")]
+    out = capsys.readouterr().out
+    assert 'command "bash benchmarks/device_session.sh speed", carry [".device"], timeout_s 480' in out
+    assert 'command "MT_EPOCHS=E MT_S=S bash benchmarks/device_session.sh mt"' in out
+    assert "device_session.sh lb" not in out
+
+
+def test_missing_data_folder_is_refused_and_nothing_is_written(kit):
+    with pytest.raises(SystemExit, match=r"data: missing bq_corpus, .*thucnews_titles") as refused:
+        device_kit.main(["--parts", "lb"])
+    assert "resume_ner" in str(refused.value)  # every missing folder named at once
+    assert not (kit / ".device" / "data.tar.gz").exists()
+    assert not list((kit / ".device").glob("*.tmp"))
+
+
+def test_kit_over_the_travel_limit_is_refused(kit, monkeypatch, capsys):
+    monkeypatch.setattr(device_kit, "LIMIT", 1024)
+    assert device_kit.main(["--parts", "mt"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.strip() == "too large to travel: fewer --parts"
+    assert "device run" not in captured.out
