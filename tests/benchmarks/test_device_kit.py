@@ -34,8 +34,8 @@ def test_archive_holds_the_parts_folders_and_the_calls_are_printed(kit, capsys):
     assert device_kit.main(["--parts", "speed", "mt"]) == 0
     with tarfile.open(kit / ".device" / "data.tar.gz") as tar:
         names = sorted(tar.getnames())
-    assert [n for n in names if n.endswith("part.txt")] == [
-        f"data/{f}/part.txt" for f in ("tatoeba_cmn_eng", "tvsub_zh_en", "wmt22_generaltest_zh_en", "wmt_newstest_zh_en")]
+    mt_folders = ("tatoeba_cmn_eng", "tvsub_zh_en", "wmt22_generaltest_zh_en", "wmt_newstest_zh_en")
+    assert [n for n in names if n.endswith("part.txt")] == [f"data/{f}/part.txt" for f in mt_folders]
     out = capsys.readouterr().out
     assert 'command "bash benchmarks/device_session.sh speed", carry [".device"], timeout_s 480' in out
     assert 'command "MT_EPOCHS=E MT_S=S bash benchmarks/device_session.sh mt"' in out
