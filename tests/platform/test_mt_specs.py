@@ -2,6 +2,7 @@
 path of the six test sets), and the Transformer and BiG specs differ only in the encoder and the
 lattice builder that BiG reads (same decoder, sizes, data, batches and epochs)."""
 import pytest
+import torch
 
 from multigrain.platform.experiment import validate_spec
 from multigrain.platform.specs import load_spec
@@ -28,3 +29,20 @@ def test_transformer_and_big_differ_only_in_the_encoder(suffix, monkeypatch):
     assert set(k.split(".")[1] for k in transformer if k.startswith("test_sets.")) == \
            {"tvsub", "wmt22", "wmt18", "wmt19", "wmt20", "tatoeba"}
     assert transformer["model.encoder.hidden_size"] == ("512" if suffix == "" else "256")
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_warm_up_is_a_share_of_the_run_however_it_is_cut(name, monkeypatch):
+    """A run cut to one epoch of a slice (the CPU benchmark: 1,250 steps) warms up over the same
+    share of its steps as the full run; a fixed 1,000-step warm-up once filled 80 % of it."""
+    from multigrain.platform.optim import LinearWarmupDecay
+
+    monkeypatch.chdir(ROOT)
+    scheduler = dict(load_spec(f"jsonnet_configs/mt/{name}.jsonnet")["trainer"]["scheduler"])
+    assert scheduler.pop("type") == "linear_warmup" and "warmup_steps" not in scheduler
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    for steps in (1_250, 67_110):
+        rates = LinearWarmupDecay(optimizer, num_training_steps=steps, **scheduler)
+        factors = [rates.factor(step) for step in range(steps)]
+        peak = max(range(steps), key=factors.__getitem__)
+        assert 0.03 * steps <= peak <= 0.1 * steps
