@@ -1,6 +1,6 @@
 """benchmarks/device_kit.py without the network: the data archive holds exactly the folders of the
-parts asked for, a missing data folder and a kit over the travel limit are refused in one line, and
-neither refusal leaves an archive behind."""
+parts asked for; a missing data folder is refused in one line before any archive is written; a kit
+over the travel limit is refused in one line (its archive stays, to be repacked with fewer parts)."""
 import sys
 import tarfile
 
