@@ -1,5 +1,6 @@
 """The package's shape: modules under 400 lines, no import cycles (function-level imports
-counted), ``platform/`` domain-free (it imports nothing from ``components/``)."""
+counted), ``platform/`` domain-free (it imports nothing from ``components/``), every requirement
+``make`` installs pinned to one version."""
 import ast
 from pathlib import Path
 
@@ -104,3 +105,15 @@ def test_no_module_over_400_lines():
     long = {str(p.relative_to(ROOT)): n for p in PACKAGE.rglob("*.py")
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
     assert long == {}
+
+
+def test_make_installs_only_pinned_packages():
+    """`make` installs the project with its ``test`` extra: every requirement there names one
+    version, so a fresh machine gets the versions the suite passed with."""
+    import re
+
+    tomllib = __import__("pytest").importorskip("tomllib")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    requirements = project["dependencies"] + project["optional-dependencies"]["test"]
+    unpinned = [r for r in requirements if not re.fullmatch(r"[A-Za-z0-9_.\-]+(\[[a-z,_\-]+\])?==[0-9][0-9A-Za-z.+]*", r)]
+    assert not unpinned, f"requirements without one version: {unpinned}"
