@@ -139,9 +139,6 @@ def check_train_mt(device: torch.device, runs: Path) -> str:
     return f"device {result['device']!r}, train loss {result['history'][-1]['train_loss']:.3f}, test BLEU {bleu:.2f}"
 
 
-TVSUB_PAIRS, CORPUS_CHARS = 429_501, 10_809_170
-
-
 def check_plan_mt(device: torch.device, runs: Path) -> str:
     """Time per step of both base translators, projected to one epoch of every TVsub pair."""
     import mt_results
@@ -154,8 +151,8 @@ def check_plan_mt(device: torch.device, runs: Path) -> str:
         result = train(on_device(spec, device), runs / f"plan_{encoder}")
         batch = spec["data_loader"]["batch_size"]
         per_step = result["training_seconds"] / math.ceil(pairs / batch)
-        lines.append(f"{encoder} base: {per_step * 1000:.0f} ms/step, one epoch of {TVSUB_PAIRS:,} pairs "
-                     f"~{per_step * math.ceil(TVSUB_PAIRS / batch) / 60:.1f} min")
+        lines.append(f"{encoder} base: {per_step * 1000:.0f} ms/step, one epoch of {mt_results.TVSUB_TRAIN_PAIRS:,} pairs "
+                     f"~{per_step * math.ceil(mt_results.TVSUB_TRAIN_PAIRS / batch) / 60:.1f} min")
     return "; ".join(lines)
 
 
@@ -170,8 +167,8 @@ def check_plan_lb(device: torch.device, runs: Path) -> str:
         spec["validation_dataset_reader"]["max_instances"] = 32
         result = train(on_device(spec, device), runs / f"plan_{name}")
         rate = chars / result["training_seconds"]
-        lines.append(f"{name} tiny: {rate:,.0f} chars/s, the whole corpus ({CORPUS_CHARS:,}) "
-                     f"~{CORPUS_CHARS / rate / 60:.1f} min")
+        lines.append(f"{name} tiny: {rate:,.0f} chars/s, the whole corpus ({lattice_bert.CORPUS_CHARS:,}) "
+                     f"~{lattice_bert.CORPUS_CHARS / rate / 60:.1f} min")
     return "; ".join(lines)
 
 

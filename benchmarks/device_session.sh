@@ -51,7 +51,7 @@ for part in "$@"; do
             tail -n 5 "$OUT"/mt_*.log
             $PY benchmarks/mt_results.py --combine "$RUNS"/mt_*.json --out "$RUNS/mt.json" --results "$RUNS/mt.md"
             ;;
-        lb) timeout "${LB_S:-540}" $PY benchmarks/lattice_bert.py --chars-budget "${LB_CHARS:-10809170}" \
+        lb) timeout "${LB_S:-540}" $PY benchmarks/lattice_bert.py --chars-budget "${LB_CHARS:-all}" \
                 --epochs 1 --seeds 1 --tasks resume chnsenticorp bq thucnews "${precision[@]}" --no-tracking ${LB_EXTRA:-} \
                 --models lattice_bert char_bert --runs-dir "$RUNS/lb" --out "$RUNS/lb.json" \
                 --results "$RUNS/lb.md" --section "## Lattice-BERT on a GPU" ;;

@@ -58,6 +58,7 @@ HEADLINE = {"ner": "f1", "cls": "accuracy", "pair": "accuracy", "mrc": "f1"}
 #: --finetune-max-instances cuts a test file to a hash bucket of this fraction instead of its first
 #: lines (THUCNews test.txt is sorted by class: its first 1,000 headlines are all class 3)
 TEST_BUCKET = {"thucnews": 0.1}
+CORPUS_CHARS = 10_809_170  # the whole default corpus (--count-corpus; RESULTS.md)
 
 def pretrain_spec(name: str, size: str, chars_budget: int, epochs: int, batch_size: int | None,
                   mixed_precision: str | None = None) -> dict:
@@ -299,10 +300,20 @@ def section(report: dict) -> list[str]:
     return lines
 
 
+def chars_budget(text: str) -> int:
+    """``--chars-budget``: a positive number of characters, or ``all`` (the whole corpus)."""
+    if text == "all":
+        return CORPUS_CHARS
+    if not text.isdigit() or int(text) <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of characters or 'all', got {text!r}")
+    return int(text)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count-corpus", action="store_true", help="count the corpus sources' characters")
-    parser.add_argument("--chars-budget", type=int, help="characters of the corpus each pre-training reads per epoch")
+    parser.add_argument("--chars-budget", type=chars_budget,
+                        help="characters of the corpus each pre-training reads per epoch ('all': the whole corpus)")
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--batch-size", type=int, default=None)
     parser.add_argument("--size", default="tiny", choices=["tiny", "lite", "base"])

@@ -36,6 +36,7 @@ import results_md  # noqa: E402
 SECTION = "## Translation (zh→en)"
 ENCODERS = ("transformer", "big")
 TEST_SETS = ("tvsub", "wmt22", "wmt18", "wmt19", "wmt20", "tatoeba")
+TVSUB_TRAIN_PAIRS = 429_501  # every training pair of tvsub_zh_en (SOURCES.md)
 REFERENCES = {"tvsub": 3, "wmt22": 2, "wmt18": 1, "wmt19": 1, "wmt20": 1, "tatoeba": 1}
 
 
@@ -203,7 +204,7 @@ def main(argv=None) -> int:
         return 1
     settings = {"size": args.size, "epochs": spec["trainer"]["num_epochs"],
                 "batch_size": spec["data_loader"]["batch_size"],
-                "train_pairs": f"{args.max_train_pairs:,}" if args.max_train_pairs else "all 429,501",
+                "train_pairs": f"{args.max_train_pairs:,}" if args.max_train_pairs else f"all {TVSUB_TRAIN_PAIRS:,}",
                 "seeds": ", ".join(str(s) for s in range(args.first_seed, args.first_seed + args.seeds)),
                 "date": time.strftime("%Y-%m-%d"),
                 "argv": " ".join(argv if argv is not None else sys.argv[1:]),

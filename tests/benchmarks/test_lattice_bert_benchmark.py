@@ -35,3 +35,18 @@ def test_the_cuda_checks_run_on_the_cpu():
     import cuda_checks
 
     assert cuda_checks.main(["--device", "cpu", "--checks", "beam", "lattice_bert"]) == 0
+
+
+def test_a_chars_budget_of_all_is_the_counted_corpus():
+    import argparse
+
+    import pytest
+
+    from multigrain.components.readers.corpus import __doc__ as corpus_doc
+
+    counted = int(corpus_doc.split("total")[1].split()[1].replace(",", ""))
+    assert lattice_bert.chars_budget("all") == counted == lattice_bert.CORPUS_CHARS
+    assert lattice_bert.chars_budget("800000") == 800_000
+    for bad in ("0", "-5", "1e6", "many"):
+        with pytest.raises(argparse.ArgumentTypeError, match="positive number of characters or 'all'"):
+            lattice_bert.chars_budget(bad)
