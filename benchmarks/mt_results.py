@@ -4,7 +4,7 @@ several seeds; BLEU on every test set of the specs (tvsub: 3 references, wmt22: 
 Tatoeba test split), model sizes and training time.
 
     python benchmarks/mt_results.py [--size small|base] [--seeds 3] [--first-seed 13] [--epochs N] [--max-train-pairs N]
-        [--max-test-sentences N] [--only transformer big] [--runs-dir runs/mt] [--tracking-uri URI | --no-tracking]
+        [--max-test-sentences N] [--only transformer big] [--test-sets ...] [--score-sets ...] [--runs-dir runs/mt] [--tracking-uri URI | --no-tracking]
         [--results benchmarks/RESULTS.md] [--out benchmarks/results/translation.json]
 
 ``--size base`` (``tvsub_*.jsonnet``, Transformer base: 6+6 layers of 512) is for a GPU, ``small``
@@ -15,7 +15,9 @@ cuts every test set (a smoke test: its figures are not results; give it its own 
 ``multigrain train``): a finished run directory is reused, an interrupted one resumed; every run
 and its test-set rows (MLflow experiments ``mt/<set>``) are logged to MLflow. The per-run figures
 go to ``--out`` (JSON) and the table to the ``## Translation (zh→en)`` section of ``--results``
-(the other sections are left as they are).
+(the other sections are left as they are). ``--score-sets`` scores finished runs on sets they were
+not trained with (``score_after_training``: the news sets of a CPU budget, decoded after the fact
+without retraining; the table names them).
 """
 from __future__ import annotations
 
@@ -72,6 +74,37 @@ def run_dir_for(encoder: str, spec: dict, runs_dir: str, size: str, max_train_pa
     cut = f"-{max_train_pairs}pairs" if max_train_pairs else ""
     return Path(runs_dir) / (f"tvsub_{encoder}-{size}-e{spec['trainer']['num_epochs']}{cut}-seed{spec['seed']}-"
                              f"{spec_hash(spec)[:8]}")
+
+
+def score_after_training(run_dir: Path, spec_with_sets: dict, names: list[str]) -> dict:
+    """name -> ``{data, examples, metrics, tracking_tags}`` (a ``metrics.json`` test-set entry) of the
+    finished run in ``run_dir`` on test sets its spec does not name, each read with its reader in
+    ``spec_with_sets``. The run keeps its identity and vocabulary: characters seen only in these sets
+    are unknown to it. Kept in ``<run_dir>/scored_after_training.json`` and reused."""
+    from multigrain.platform.config import build
+    from multigrain.platform.experiment import Experiment, validate_spec
+    from multigrain.platform.runs import Run
+    from multigrain.platform.test_sets import tracking_tags
+    from multigrain.platform.training import evaluate
+
+    kept = run_dir / "scored_after_training.json"
+    scores = json.loads(kept.read_text(encoding="utf-8")) if kept.exists() else {}
+    todo = [name for name in names if name not in scores]
+    if todo:
+        validate_spec(spec_with_sets)
+        sets = build(Experiment, spec_with_sets, validated=True).test_sets
+        run = Run.open(run_dir)
+        archive = run.load_archive()
+        for name in todo:
+            reader = sets[name].reader or run.experiment.test_dataset_reader
+            instances = list(reader.read(sets[name].path))
+            metrics = evaluate(archive.model, archive.batches(instances), archive.device, f"test {name}")
+            scores[name] = {"data": sets[name].path, "examples": len(instances), "metrics": metrics,
+                            "tracking_tags": tracking_tags(archive.model)}
+            tmp = kept.with_name(kept.name + ".tmp")
+            tmp.write_text(json.dumps(scores, indent=1, ensure_ascii=False), encoding="utf-8")
+            tmp.replace(kept)
+    return {name: scores[name] for name in names}
 
 
 def count_parameters(spec: dict, run_dir: Path) -> int:
@@ -145,6 +178,10 @@ def table(rows: list[dict], settings: dict) -> list[str]:
               f"device: {', '.join(sorted({r['device'] for r in rows}))}; {settings['date']}. "
               f"Same decoder, sizes, data, batches and epochs for both encoders "
               f"(`python benchmarks/mt_results.py {settings['argv']}`)."]
+    later = sorted({name for r in rows for name in r.get("scored_after_training", [])}, key=TEST_SETS.index)
+    if later:
+        lines.append(f"Scored after training, not part of the runs' specs (characters seen only there are unknown "
+                     f"to the models): {', '.join(later)}.")
     if settings.get("max_test_sentences"):
         lines.append(f"**Smoke test**: every test set cut to its first {settings['max_test_sentences']} "
                      f"sentences; these figures are not results.")
@@ -163,6 +200,9 @@ def main(argv=None) -> int:
     parser.add_argument("--only", nargs="*", choices=ENCODERS, default=list(ENCODERS))
     parser.add_argument("--test-sets", nargs="*", choices=TEST_SETS, default=list(TEST_SETS),
                         help="evaluate only these (the news sets decode long segments: slow on a CPU)")
+    parser.add_argument("--score-sets", nargs="*", choices=TEST_SETS, default=[],
+                        help="also score these on every finished run without training with them (the run is the "
+                             "one --test-sets names; characters seen only in these sets are unknown to it)")
     parser.add_argument("--combine", nargs="*", default=None, metavar="JSON",
                         help="no training: the table of the runs in earlier --out files (parts run apart)")
     parser.add_argument("--mixed-precision", choices=("bf16", "fp16"), default=None,
@@ -197,7 +237,14 @@ def main(argv=None) -> int:
             if not result.get("finished"):
                 print(f"{run_dir}: training did not finish; left out", flush=True)
                 continue
-            rows.append(row_of(encoder, seed, args.size, result, count_parameters(spec, run_dir)))
+            later = [name for name in args.score_sets if name not in spec["test_sets"]]
+            if later:
+                with_sets = prepared_spec(encoder, args.size, seed, args.epochs, args.max_train_pairs,
+                                          args.max_test_sentences, tuple(args.test_sets) + tuple(later))
+                result = dict(result, test_sets={**result.get("test_sets", {}),
+                                                 **score_after_training(run_dir, with_sets, later)})
+            rows.append(row_of(encoder, seed, args.size, result, count_parameters(spec, run_dir)) |
+                        {"scored_after_training": later})
             print(f"{encoder} seed {seed}: BLEU {json.dumps(rows[-1]['bleu'])}", flush=True)
     if not rows:
         print("no finished run", file=sys.stderr)

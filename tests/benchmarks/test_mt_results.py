@@ -123,3 +123,52 @@ def test_no_tracking_trains_without_mlflow(fake_training, tmp_path, monkeypatch)
         assert mt_results.main(["--seeds", "1", "--only", "big", *flags, "--runs-dir", str(tmp_path / "runs"),
                                 "--results", str(tmp_path / "R.md"), "--out", str(tmp_path / "mt.json")]) == 0
         assert tracked == [expected]
+
+
+def test_a_set_scored_after_training_scores_as_it_would_have_in_training(tmp_path, monkeypatch):
+    """A tiny translator trained with one test set, then scored on a set its spec does not name
+    (the same file): the same metrics as the in-training evaluation; the second time from the
+    kept file, without decoding."""
+    from multigrain.platform.runs import Run
+    from multigrain.platform.specs import load_spec
+
+    monkeypatch.chdir(ROOT)
+    spec = load_spec(ROOT / "jsonnet_configs" / "mt" / "tatoeba_tiny.jsonnet")
+    spec["dataset_reader"]["max_instances"] = 40
+    spec["validation_dataset_reader"]["max_instances"] = 8
+    spec["trainer"]["num_epochs"] = 1
+    spec["test_sets"] = {"tatoeba": spec["test_sets"]["tatoeba"]}
+    spec["test_sets"]["tatoeba"]["reader"]["max_instances"] = 12
+    run_dir = tmp_path / "run"
+    result = Run(spec, run_dir).train_or_reuse(logger=None)
+    with_sets = json.loads(json.dumps(spec))
+    with_sets["test_sets"]["again"] = with_sets["test_sets"]["tatoeba"]
+
+    scored = mt_results.score_after_training(run_dir, with_sets, ["again"])
+    trained = result["test_sets"]["tatoeba"]
+    assert scored["again"]["metrics"] == trained["metrics"] and scored["again"]["examples"] == 12
+    assert scored["again"]["tracking_tags"] == trained["tracking_tags"]
+    assert (run_dir / "scored_after_training.json").exists()
+    monkeypatch.setattr("multigrain.platform.training.evaluate", lambda *a, **k: pytest.fail("decoded again"))
+    assert mt_results.score_after_training(run_dir, with_sets, ["again"]) == scored
+
+
+def test_sets_scored_after_training_are_named_under_the_table(fake_training, tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    later = {}
+
+    def score_after_training(run_dir, spec_with_sets, names):
+        later[str(run_dir)] = sorted(spec_with_sets["test_sets"])
+        return {name: {"data": "x", "examples": 5, "metrics": {"bleu": 0.5, "chrf": 9.0}, "tracking_tags": {}}
+                for name in names}
+
+    monkeypatch.setattr(mt_results, "score_after_training", score_after_training)
+    results = tmp_path / "RESULTS.md"
+    assert mt_results.main(["--seeds", "1", "--test-sets", "tvsub", "--score-sets", "tvsub", "wmt22",
+                            "--runs-dir", str(tmp_path / "runs"), "--results", str(results),
+                            "--out", str(tmp_path / "a.json")]) == 0
+    assert all(sets == ["tvsub", "wmt22"] for sets in later.values()) and len(later) == 2
+    text = results.read_text(encoding="utf-8")
+    assert "| 0.50 |" in text and "Scored after training" in text and ": wmt22." in text
+    saved = json.loads((tmp_path / "a.json").read_text(encoding="utf-8"))
+    assert [r["scored_after_training"] for r in saved["runs"]] == [["wmt22"], ["wmt22"]]
