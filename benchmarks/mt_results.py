@@ -4,7 +4,8 @@ several seeds; BLEU on every test set of the specs (tvsub: 3 references, wmt22: 
 Tatoeba test split), model sizes and training time.
 
     python benchmarks/mt_results.py [--size small|base] [--seeds 3] [--first-seed 13] [--epochs N] [--max-train-pairs N]
-        [--max-test-sentences N] [--only transformer big] [--test-sets ...] [--score-sets ...] [--runs-dir runs/mt] [--tracking-uri URI | --no-tracking]
+        [--max-test-sentences N] [--only transformer big] [--test-sets ...] [--score-sets ...]
+        [--runs-dir runs/mt] [--tracking-uri URI | --no-tracking]
         [--results benchmarks/RESULTS.md] [--out benchmarks/results/translation.json]
 
 ``--size base`` (``tvsub_*.jsonnet``, Transformer base: 6+6 layers of 512) is for a GPU, ``small``
