@@ -126,15 +126,9 @@ def on_device(spec: dict, device: torch.device) -> dict:
 
 
 def check_train_mt(device: torch.device, runs: Path) -> str:
-    from multigrain.platform.specs import load_spec
+    import mt_results
 
-    spec = load_spec(ROOT / "jsonnet_configs" / "mt" / "tatoeba_tiny.jsonnet")
-    spec["dataset_reader"]["max_instances"] = 200
-    spec["validation_dataset_reader"]["max_instances"] = 50
-    spec["trainer"]["num_epochs"] = 1
-    spec["test_sets"] = {"tatoeba": spec["test_sets"]["tatoeba"]}
-    spec["test_sets"]["tatoeba"]["reader"]["max_instances"] = 50
-    result = train(on_device(spec, device), runs / "train_mt")
+    result = train(on_device(mt_results.tiny_tatoeba_spec(200, 50, 50), device), runs / "train_mt")
     bleu = result["test_sets"]["tatoeba"]["metrics"]["bleu"]
     return f"device {result['device']!r}, train loss {result['history'][-1]['train_loss']:.3f}, test BLEU {bleu:.2f}"
 

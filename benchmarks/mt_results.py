@@ -69,6 +69,19 @@ def prepared_spec(encoder: str, size: str, seed: int, epochs: int | None = None,
     return spec
 
 
+def tiny_tatoeba_spec(train_pairs: int, dev_pairs: int, test_pairs: int) -> dict:
+    """``mt/tatoeba_tiny.jsonnet`` cut to a check's size: one epoch, the Tatoeba test set alone."""
+    from multigrain.platform.specs import load_spec
+
+    spec = load_spec(ROOT / "jsonnet_configs" / "mt" / "tatoeba_tiny.jsonnet")
+    spec["dataset_reader"]["max_instances"] = train_pairs
+    spec["validation_dataset_reader"]["max_instances"] = dev_pairs
+    spec["trainer"]["num_epochs"] = 1
+    spec["test_sets"] = {"tatoeba": spec["test_sets"]["tatoeba"]}
+    spec["test_sets"]["tatoeba"]["reader"]["max_instances"] = test_pairs
+    return spec
+
+
 def run_dir_for(encoder: str, spec: dict, runs_dir: str, size: str, max_train_pairs: int | None) -> Path:
     from multigrain.platform.specs import spec_hash
 

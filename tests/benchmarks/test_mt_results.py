@@ -130,15 +130,9 @@ def test_a_set_scored_after_training_scores_as_it_would_have_in_training(tmp_pat
     (the same file): the same metrics as the in-training evaluation; the second time from the
     kept file, without decoding."""
     from multigrain.platform.runs import Run
-    from multigrain.platform.specs import load_spec
 
     monkeypatch.chdir(ROOT)
-    spec = load_spec(ROOT / "jsonnet_configs" / "mt" / "tatoeba_tiny.jsonnet")
-    spec["dataset_reader"]["max_instances"] = 40
-    spec["validation_dataset_reader"]["max_instances"] = 8
-    spec["trainer"]["num_epochs"] = 1
-    spec["test_sets"] = {"tatoeba": spec["test_sets"]["tatoeba"]}
-    spec["test_sets"]["tatoeba"]["reader"]["max_instances"] = 12
+    spec = mt_results.tiny_tatoeba_spec(40, 8, 12)
     run_dir = tmp_path / "run"
     result = Run(spec, run_dir).train_or_reuse(logger=None)
     with_sets = json.loads(json.dumps(spec))
