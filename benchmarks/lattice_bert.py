@@ -60,6 +60,7 @@ HEADLINE = {"ner": "f1", "cls": "accuracy", "pair": "accuracy", "mrc": "f1"}
 TEST_BUCKET = {"thucnews": 0.1}
 CORPUS_CHARS = 10_809_170  # the whole default corpus (--count-corpus; RESULTS.md)
 
+
 def pretrain_spec(name: str, size: str, chars_budget: int, epochs: int, batch_size: int | None,
                   mixed_precision: str | None = None) -> dict:
     from multigrain.platform.specs import load_spec
@@ -268,8 +269,9 @@ def section(report: dict) -> list[str]:
     pre = report.get("pretraining")
     if pre:
         setup = report["setup"]
+        batch = f", batches of {setup['batch_size']} pairs" if setup.get("batch_size") else ""
         lines += ["", f"Pre-training ({setup['size']}, budget {setup['chars_budget']:,} characters x {setup['epochs']} "
-                  f"epochs, {setup['device']}; dev = 1% of the corpus by hash, at most 500 pairs):", "",
+                  f"epochs{batch}, {setup['device']}; dev = 1% of the corpus by hash, at most 500 pairs):", "",
                   "| model | characters | lattice tokens | training s (with validation) | train chars/s | "
                   "train tokens/s | dev MSP acc | segment-masked acc | token-masked acc | SOP acc |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -349,7 +351,10 @@ def main(argv=None) -> int:
         missing = sorted(set(args.finetune_models) - set(args.models))
         if missing:
             parser.error(f"--finetune-models {missing} need their pre-training: add them to --models")
+        batch = pretrain_spec(args.models[0], args.size, args.chars_budget, args.epochs,
+                              args.batch_size)["data_loader"]["batch_size"]
         report["setup"] = {"size": args.size, "chars_budget": args.chars_budget, "epochs": args.epochs,
+                           "batch_size": batch,
                            "device": describe_device(pick_device(None)), "seeds": args.seeds,
                            "finetune_epochs": args.finetune_epochs,
                            "finetune_lr": args.finetune_lr, "finetune_max_instances": args.finetune_max_instances}

@@ -27,6 +27,9 @@ def test_section_tables():
     assert "| lattice_bert | 2,000 | 3,000 | 10 | 300 | 450 | 50.0 | 50.0 | 87.5 | 75.0 |" in text
     assert "| resume | f1 | 88.00 ± 0.00 | 91.00 ± 1.41 |" in text
     assert "no --workers here" in text
+    assert "budget 1,000 characters x 2 epochs, CPU;" in text  # a report from before batch sizes were kept
+    report["setup"]["batch_size"] = 16
+    assert "budget 1,000 characters x 2 epochs, batches of 16 pairs, CPU;" in "\n".join(lattice_bert.section(report))
 
 
 def test_the_cuda_checks_run_on_the_cpu():
