@@ -145,8 +145,9 @@ def check_plan_mt(device: torch.device, runs: Path) -> str:
         result = train(on_device(spec, device), runs / f"plan_{encoder}")
         batch = spec["data_loader"]["batch_size"]
         per_step = result["training_seconds"] / math.ceil(pairs / batch)
-        lines.append(f"{encoder} base: {per_step * 1000:.0f} ms/step, one epoch of {mt_results.TVSUB_TRAIN_PAIRS:,} pairs "
-                     f"~{per_step * math.ceil(mt_results.TVSUB_TRAIN_PAIRS / batch) / 60:.1f} min")
+        pairs_all = mt_results.TVSUB_TRAIN_PAIRS
+        lines.append(f"{encoder} base: {per_step * 1000:.0f} ms/step, one epoch of {pairs_all:,} pairs "
+                     f"~{per_step * math.ceil(pairs_all / batch) / 60:.1f} min")
     return "; ".join(lines)
 
 
