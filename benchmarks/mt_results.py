@@ -95,8 +95,6 @@ def score_after_training(run_dir: Path, spec_with_sets: dict, names: list[str]) 
     finished run in ``run_dir`` on test sets its spec does not name, each read with its reader in
     ``spec_with_sets``. The run keeps its identity and vocabulary: characters seen only in these sets
     are unknown to it. Kept in ``<run_dir>/scored_after_training.json`` and reused."""
-    from multigrain.platform.config import build
-    from multigrain.platform.experiment import Experiment, validate_spec
     from multigrain.platform.runs import Run
     from multigrain.platform.test_sets import tracking_tags
     from multigrain.platform.training import evaluate
@@ -105,8 +103,7 @@ def score_after_training(run_dir: Path, spec_with_sets: dict, names: list[str]) 
     scores = json.loads(kept.read_text(encoding="utf-8")) if kept.exists() else {}
     todo = [name for name in names if name not in scores]
     if todo:
-        validate_spec(spec_with_sets)
-        sets = build(Experiment, spec_with_sets, validated=True).test_sets
+        sets = Run(spec_with_sets).experiment.test_sets  # validated and built as for training; nothing written
         run = Run.open(run_dir)
         archive = run.load_archive()
         for name in todo:

@@ -2,7 +2,10 @@
 counted), ``platform/`` domain-free (it imports nothing from ``components/``), every requirement
 ``make`` installs pinned to one version."""
 import ast
+import re
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import ROOT
 
@@ -110,9 +113,7 @@ def test_no_module_over_400_lines():
 def test_make_installs_only_pinned_packages():
     """`make` installs the project with its ``test`` extra: every requirement there names one
     version, so a fresh machine gets the versions the suite passed with."""
-    import re
-
-    tomllib = __import__("pytest").importorskip("tomllib")
+    tomllib = pytest.importorskip("tomllib")
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     requirements = project["dependencies"] + project["optional-dependencies"]["test"]
     pinned = re.compile(r"[A-Za-z0-9_.\-]+(\[[a-z,_\-]+\])?==[0-9][0-9A-Za-z.+]*")
