@@ -5,9 +5,13 @@
 # PARTS, in order, each under its own time limit (seconds; environment overrides):
 #   checks  benchmarks/cuda_checks.py: beam search and Lattice-BERT on CUDA = CPU, bf16 trainings,
 #           the mt and lb budgets measured (its plan_mt, plan_lb lines)                         CHECKS_S=240
+#           CHECKS="beam plan_mt ..." runs only those checks (default: all)
 #   speed   benchmarks/mt_speed.py --device cuda (3 processes)                                      SPEED_S=150
 #   mt      benchmarks/mt_results.py --size base --seeds 1, both encoders side by side on the GPU,
 #           MT_EPOCHS epochs (default 1) of all TVsub pairs, tests tvsub wmt22 tatoeba             MT_S=330
+#           MT_PAIRS=N trains on the first N pairs; MT_PAIRS=auto sizes N from this call's plan_mt line
+#           (checks first) so that both trainings end inside MT_S (mt_pairs.py); with SESSION_S set,
+#           MT_S defaults to what is left of SESSION_S seconds (counted from this script's start) - 20
 #   lb      benchmarks/lattice_bert.py, LB_CHARS characters (default the whole corpus), one seed,
 #           four fine-tuning tasks                                                                  LB_S=540
 # Everything it writes comes back in $OUT: session.log and results.tar.gz (RESULTS.md with the GPU
@@ -36,14 +40,24 @@ status=0
 for part in "$@"; do
     echo "=== $part ($(date -u +%T))"
     case $part in
-        checks) timeout "${CHECKS_S:-240}" $PY benchmarks/cuda_checks.py --device "${DEVICE:-cuda}" --runs-dir "$RUNS/checks" ;;
+        checks) timeout "${CHECKS_S:-240}" $PY benchmarks/cuda_checks.py --device "${DEVICE:-cuda}" --runs-dir "$RUNS/checks" \
+            ${CHECKS:+--checks $CHECKS} ;;
         speed) timeout "${SPEED_S:-150}" $PY benchmarks/mt_speed.py --device "${DEVICE:-cuda}" --processes 3 --repeats 7 ;;
         mt)
+            [ -n "${SESSION_S:-}" ] && MT_S=${MT_S:-$((SESSION_S - SECONDS - 20))}
+            echo "mt: ${MT_S:-330} s"
+            pairs=()
+            if [ -n "${MT_PAIRS:-}" ]; then
+                n=$($PY benchmarks/mt_pairs.py --log "$OUT/session.log" --seconds "${MT_S:-330}" \
+                    --epochs "${MT_EPOCHS:-1}" --pairs "$MT_PAIRS") || { echo "mt: no pair count"; status=1; continue; }
+                echo "mt: $n training pairs"
+                pairs=(--max-train-pairs "$n")
+            fi
             pids=()
             for encoder in transformer big; do
                 timeout "${MT_S:-330}" $PY benchmarks/mt_results.py --size base --seeds 1 \
                     --epochs "${MT_EPOCHS:-1}" --test-sets tvsub wmt22 tatoeba "${precision[@]}" --no-tracking ${MT_EXTRA:-} \
-                    --only "$encoder" --runs-dir "$RUNS/mt" --out "$RUNS/mt_$encoder.json" \
+                    "${pairs[@]}" --only "$encoder" --runs-dir "$RUNS/mt" --out "$RUNS/mt_$encoder.json" \
                     --results "$RUNS/mt_$encoder.md" > "$OUT/mt_$encoder.log" 2>&1 &
                 pids+=($!)
             done

@@ -1,0 +1,69 @@
+"""How many TVsub training pairs the device session's ``mt`` part can train on inside its time limit,
+from the same call's ``cuda_checks.py`` ``plan_mt`` line (milliseconds per step of each base
+translator, measured alone on the device):
+
+    python benchmarks/mt_pairs.py --log session.log --seconds 330 [--epochs 1] [--pairs auto|N]
+
+Both encoders train side by side on the one GPU, so the slower one's time per step is stretched by
+``SIDE_BY_SIDE``; ``OVERHEAD_S`` + ``READ_S_PER_PAIR`` x pairs are left for starting up, reading and
+building the lattices, the subword model, validation and decoding the test sets. Prints the count
+(a multiple of 1,000, at least 1,000, at most every pair); ``--pairs N`` prints N as given. Exit 2
+when the log holds no ``plan_mt`` figures.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from mt_results import TVSUB_TRAIN_PAIRS  # noqa: E402
+
+BATCH = 128  # the base size's batch (jsonnet_configs/lib/mt.libsonnet)
+SIDE_BY_SIDE = 1.7
+OVERHEAD_S = 150.0
+READ_S_PER_PAIR = 2e-4
+PLAN = re.compile(r"PASS plan_mt .*")
+PER_STEP = re.compile(r"(\w+) base: (\d+) ms/step")
+
+
+def step_seconds(log: str) -> float | None:
+    """The slower encoder's seconds per step in the log's ``PASS plan_mt`` line, or None."""
+    lines = PLAN.findall(log)
+    if not lines:
+        return None
+    figures = [int(ms) for _, ms in PER_STEP.findall(lines[-1])]
+    return max(figures) / 1000 if figures else None
+
+
+def affordable_pairs(per_step: float, seconds: float, epochs: int) -> int:
+    """Pairs per epoch such that both side-by-side trainings and their overheads fit in ``seconds``."""
+    per_pair = epochs * per_step * SIDE_BY_SIDE / BATCH + READ_S_PER_PAIR
+    pairs = math.floor(max(seconds - OVERHEAD_S, 0) / per_pair / 1000) * 1000
+    return min(max(pairs, 1000), TVSUB_TRAIN_PAIRS)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--log", required=True)
+    parser.add_argument("--seconds", type=float, required=True)
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--pairs", default="auto")
+    args = parser.parse_args(argv)
+    if args.pairs != "auto":
+        print(int(args.pairs))
+        return 0
+    per_step = step_seconds(Path(args.log).read_text(encoding="utf-8", errors="replace"))
+    if per_step is None:
+        print(f"{args.log}: no 'PASS plan_mt' line with ms/step figures (run the checks part first)",
+              file=sys.stderr)
+        return 2
+    print(affordable_pairs(per_step, args.seconds, args.epochs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
