@@ -125,9 +125,10 @@ def description(tags: dict, metrics: dict, paper: Optional[str]) -> str:
              + f", dataset `{tags.get('task', '')}/{tags.get('dataset', '')}`"
              + (f", seed {tags['seed']}" if tags.get("seed") else "") + "."]
     if key in metrics:
-        value = metrics[key]
-        shown = f"{100 * value:.2f}" if value <= 1.0 else f"{value:.2f}"
-        lines.append(f"Headline: {key.replace('_', ' ')} **{shown}**" + (f"; the paper: {paper}." if paper else "."))
+        from multigrain.platform.leaderboard import shown
+
+        lines.append(f"Headline: {key.replace('_', ' ')} **{shown(key, metrics[key])}**"
+                     + (f"; the paper: {paper}." if paper else "."))
     elif paper:
         lines.append(f"The paper: {paper}.")
     lines.append(f"Spec hash `{tags.get('spec_hash', '')[:12]}`, commit `{tags.get('git_commit', '')[:12]}`.")

@@ -18,16 +18,30 @@ HEADLINE = {"ner": ("f1",), "cls": ("accuracy",), "pair": ("accuracy",), "mrc": 
 COLUMNS = ("rank", "experiment", "name", "model", "encoder", "metric", "ours", "seeds", "paper", "spec hash", "date")
 
 
-def pct(value: float) -> str:
-    """Scores in [0, 1] as percent, others (BLEU) as they are; two decimals."""
-    return f"{100 * value:.2f}" if value <= 1.0 else f"{value:.2f}"
+#: metrics that are points on a 0-100 scale already (sacrebleu's BLEU and chrF): never multiplied,
+#: also when an untrained model scores below 1
+POINT_METRICS = ("bleu", "bleu_cased", "chrf")
 
 
-def mean_std(values: list[float]) -> str:
+def percent_scale(metric: str, values: list[float]) -> float:
+    """100 for a fraction (F1, accuracy, EM in [0, 1]), 1 for points (``POINT_METRICS``, matched on the
+    name's last part: ``test_tvsub_bleu``) and for any other metric with values above 1."""
+    name = metric.rsplit("/", 1)[-1]
+    if any(name == m or name.endswith("_" + m) for m in POINT_METRICS):
+        return 1.0
+    return 100.0 if max(values) <= 1.0 else 1.0
+
+
+def shown(metric: str, value: float) -> str:
+    """One score as the tables show it: percent for fractions, points as they are; two decimals."""
+    return f"{percent_scale(metric, [value]) * value:.2f}"
+
+
+def mean_std(metric: str, values: list[float]) -> str:
     """``93.65 ± 0.49`` (sample std) over several values; the value alone for one."""
     if len(values) == 1:
-        return pct(values[0])
-    scale = 100 if max(values) <= 1.0 else 1
+        return shown(metric, values[0])
+    scale = percent_scale(metric, values)
     return f"{scale * statistics.fmean(values):.2f} ± {scale * statistics.stdev(values):.2f}"
 
 
@@ -76,7 +90,7 @@ def rows(recs: list[dict], metric: Optional[str] = None, group_seeds: bool = Tru
         task = experiment.split("/", 1)[0]
         shown = [f"test_{m}" for m in HEADLINE.get(task, ())]
         shown = shown if key in shown else [key]
-        cells = [mean_std([r["metrics"][k] for r in runs if k in r["metrics"]]) for k in shown
+        cells = [mean_std(k, [r["metrics"][k] for r in runs if k in r["metrics"]]) for k in shown
                  if any(k in r["metrics"] for r in runs)]
         paper = None if tags.get("config") else paper_number(experiment, tags.get("spec_name", ""))
         out.append({"experiment": experiment, "name": display_name(tags), "model": tags.get("model", ""),

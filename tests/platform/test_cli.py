@@ -118,3 +118,12 @@ def test_log_replays_runs_trained_without_tracking(tmp_path):
     assert runs[0].data.tags["git_commit"] == "abc123"
     assert abs(runs[0].data.metrics["test_f1"] - result["test"]["f1"]) < 1e-9
     assert [m.step for m in client.get_metric_history(runs[0].info.run_id, "validation_f1")] == [1, 2]
+
+
+def test_log_names_a_translators_test_sets_by_their_headline_metric():
+    from multigrain.platform.commands.log import tested
+
+    translator = {"leaderboard_metric": "bleu", "test_sets": {
+        "tvsub": {"metrics": {"bleu": 0.7172, "chrf": 5.1}}, "wmt22": {"metrics": {"bleu": 0.0003}}}}
+    assert tested(translator) == "test tvsub bleu 0.72, wmt22 bleu 0.00"
+    assert tested({"test": {"f1": 0.9}}) == "test {'f1': 0.9}"

@@ -182,3 +182,27 @@ def test_a_classifier_run_carries_its_confusion_matrix(tmp_path):
 
     assert run.data.tags["encoder"] == "char_transformer"
     assert [row["encoder"] for row in leaderboard("cls/tiny", uri)] == ["char_transformer"]
+
+
+def test_bleu_below_one_is_shown_as_points_and_fractions_as_percent():
+    """sacrebleu's BLEU and chrF are points (0-100): an undertrained translator's 0.72 BLEU is 0.72, not
+    72.00, in the table, the sweep summary and the run description; F1 0.9 is 90.00."""
+    from multigrain.platform.artifacts import description
+    from multigrain.platform.leaderboard import percent_scale, rows
+    from multigrain.platform.ray.sweep_report import _fmt
+
+    def record(experiment, seed, metrics, metric):
+        return {"id": f"{experiment}-{seed}", "run_id": f"{experiment}-{seed}", "experiment": experiment,
+                "start_time": 0, "metrics": metrics,
+                "tags": {"seed_group": experiment, "seed": str(seed), "leaderboard_metric": metric}}
+
+    board = rows([record("mt/tvsub", 13, {"test_bleu": 0.5}, "test_bleu"),
+                  record("mt/tvsub", 14, {"test_bleu": 0.72}, "test_bleu"),
+                  record("ner/resume", 13, {"test_f1": 0.9}, "test_f1")])
+    ours = {r["experiment"]: r["ours"] for r in board}
+    assert ours == {"mt/tvsub": f"0.61 ± {statistics.stdev([0.5, 0.72]):.2f}", "ner/resume": "90.00"}
+    assert percent_scale("test_wmt22_chrf", [0.3]) == percent_scale("test_bleu_cased", [0.3]) == 1.0
+    assert percent_scale("test_accuracy", [0.3]) == 100.0 and percent_scale("validation_loss", [2.5]) == 1.0
+    assert _fmt("test_bleu", 0.72, 0.1) == "0.72 ± 0.10" and _fmt("f1", 0.72, 0.01) == "72.00 ± 1.00"
+    about = description({"leaderboard_metric": "test_bleu"}, {"test_bleu": 0.72}, None)
+    assert "test bleu **0.72**" in about

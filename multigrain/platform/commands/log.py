@@ -35,5 +35,14 @@ def log(args) -> int:
             print(f"{path}: already logged as MLflow run {known}; skipped")
             continue
         run_id = replay(result, spec, args.tracking_uri)
-        print(f"{path}: logged as MLflow run {run_id} ({result['task']}/{result['dataset']}, test {result.get('test')})")
+        print(f"{path}: logged as MLflow run {run_id} ({result['task']}/{result['dataset']}, {tested(result)})")
     return 0
+
+
+def tested(result: dict) -> str:
+    """``test {...}``, or for a run with named test sets (a translator) ``test tvsub bleu 0.72, ...``."""
+    if result.get("test") is not None or not result.get("test_sets"):
+        return f"test {result.get('test')}"
+    key = result.get("leaderboard_metric", "")
+    return "test " + ", ".join(f"{name} {key} {scores['metrics'][key]:.2f}" for name, scores in
+                               result["test_sets"].items() if key in scores.get("metrics", {}))

@@ -45,10 +45,12 @@ def summarize(trials: list[Trial]) -> list[dict]:
     return rows
 
 
-def _fmt(mean: Optional[float], std: Optional[float]) -> str:
+def _fmt(metric: str, mean: Optional[float], std: Optional[float]) -> str:
+    from multigrain.platform.leaderboard import percent_scale
+
     if mean is None:
         return "-"
-    scale = 100.0 if abs(mean) <= 1.0 and (std is None or std <= 1.0) else 1.0
+    scale = percent_scale(metric, [abs(mean), std or 0.0])
     return f"{scale * mean:.2f} ± {scale * (std or 0.0):.2f}"
 
 
@@ -79,8 +81,9 @@ def print_summary(trials: list[Trial], console=None) -> None:
     for col in ("rank", "grid point", "seeds", f"dev {rows[0]['metric'] if rows else ''}", *[f"test {k}" for k in test_keys]):
         table.add_column(col, justify="left" if col == "grid point" else "right")
     for r in rows:
-        table.add_row(str(r["rank"]), r["label"], f"{r['completed']}/{r['seeds']}", _fmt(r["mean"], r["std"]),
-                      *[_fmt(*r["test"].get(k, (None, None))) for k in test_keys])
+        table.add_row(str(r["rank"]), r["label"], f"{r['completed']}/{r['seeds']}",
+                      _fmt(r["metric"], r["mean"], r["std"]),
+                      *[_fmt(k, *r["test"].get(k, (None, None))) for k in test_keys])
     console.print(table)
     for t in trials:
         if t.error:
