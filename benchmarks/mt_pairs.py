@@ -23,9 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mt_results import TVSUB_TRAIN_PAIRS  # noqa: E402
 
 BATCH = 128  # the base size's batch (jsonnet_configs/lib/mt.libsonnet)
-SIDE_BY_SIDE = 1.7
-OVERHEAD_S = 150.0
-READ_S_PER_PAIR = 2e-4
+# from the H100 session of 2026-11-26 (RESULTS.md, "CUDA checks"): BiG 83 ms/step alone, 113 side by
+# side; 26-32 s of each 280,000-pair run outside training; rounded up
+SIDE_BY_SIDE = 1.5
+OVERHEAD_S = 75.0
+READ_S_PER_PAIR = 1e-4
 PLAN = re.compile(r"PASS plan_mt .*")
 PER_STEP = re.compile(r"(\w+) base: (\d+) ms/step")
 

@@ -224,6 +224,7 @@ def main(argv=None) -> int:
                         help="log nothing to MLflow (a machine without it; `multigrain log RUN` logs a run later)")
     parser.add_argument("--results", default=str(results_md.RESULTS))
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "translation.json"))
+    parser.add_argument("--section", default=SECTION, help="the RESULTS.md heading the table is written under")
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error("--seeds must be at least 1")
@@ -233,7 +234,7 @@ def main(argv=None) -> int:
         parser.error("--max-test-sentences is a smoke test: give it its own --results and --out")
 
     if args.combine:
-        return combine([Path(p) for p in args.combine], Path(args.out), Path(args.results))
+        return combine([Path(p) for p in args.combine], Path(args.out), Path(args.results), args.section)
     rows = []
     # seeds outermost: an interrupted benchmark leaves both encoders with the same seeds
     for seed in range(args.first_seed, args.first_seed + args.seeds):
@@ -267,21 +268,21 @@ def main(argv=None) -> int:
                 "date": time.strftime("%Y-%m-%d"),
                 "argv": " ".join(argv if argv is not None else sys.argv[1:]),
                 "max_test_sentences": args.max_test_sentences}
-    write_results(rows, settings, Path(args.out), Path(args.results))
+    write_results(rows, settings, Path(args.out), Path(args.results), args.section)
     return 0
 
 
-def write_results(rows: list[dict], settings: dict, out: Path, results: Path) -> None:
+def write_results(rows: list[dict], settings: dict, out: Path, results: Path, section: str = SECTION) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(json.dumps({"settings": settings, "runs": rows}, indent=2, ensure_ascii=False) + "\n",
                    encoding="utf-8")
     tmp.replace(out)
-    results_md.write_section(SECTION, table(rows, settings), results)
-    print(f"{results}: {SECTION} written; runs in {out}")
+    results_md.write_section(section, table(rows, settings), results)
+    print(f"{results}: {section} written; runs in {out}")
 
 
-def combine(parts: list[Path], out: Path, results: Path) -> int:
+def combine(parts: list[Path], out: Path, results: Path, section: str = SECTION) -> int:
     """One table from the runs of several ``--out`` files (same size, epochs, batch and pairs)."""
     loaded = [json.loads(p.read_text(encoding="utf-8")) for p in parts]
     keys = ("size", "epochs", "batch_size", "train_pairs", "max_test_sentences")
@@ -293,7 +294,7 @@ def combine(parts: list[Path], out: Path, results: Path) -> int:
     rows = sorted((r for data in loaded for r in data["runs"]), key=lambda r: (r["seed"], r["encoder"]))
     settings = dict(first, seeds=", ".join(str(s) for s in sorted({r["seed"] for r in rows})),
                     argv=" ` + `".join(data["settings"]["argv"] for data in loaded))
-    write_results(rows, settings, out, results)
+    write_results(rows, settings, out, results, section)
     return 0
 
 

@@ -104,6 +104,13 @@ def test_parts_run_apart_make_one_table(fake_training, tmp_path, monkeypatch):
     assert lines["big"][1] == "2"
     saved = json.loads((tmp_path / "all.json").read_text(encoding="utf-8"))
     assert saved["settings"]["seeds"] == "13, 14" and len(saved["runs"]) == 4
+    # another heading: a second table beside the first (a GPU's runs beside the CPU's)
+    before = results.read_text(encoding="utf-8")
+    assert mt_results.main(["--combine", str(tmp_path / "b.json"), "--results", str(results), "--out",
+                            str(tmp_path / "gpu.json"), "--section", "## Translation on a GPU"]) == 0
+    after = results.read_text(encoding="utf-8")
+    assert after.startswith(before.rstrip("\n")) and after.count("| big | 1 |") == 1
+    assert after.split("## Translation on a GPU")[1].count("| big |") == 1
     # parts of different budgets are not one table
     other = json.loads((tmp_path / "b.json").read_text(encoding="utf-8"))
     other["settings"]["epochs"] = 9
