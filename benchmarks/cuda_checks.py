@@ -15,7 +15,8 @@ result is measured there (``benchmarks/device_session.sh checks`` runs this on a
    with ``trainer.mixed_precision: bf16`` on the device, no MLflow: the run finishes, its losses
    are finite, ``metrics.json`` names the device.
 4. ``plan_mt`` / ``plan_lb``: the same kind of training checks, sized to measure the session's
-   budgets instead of guessing them: time per step of the two base translators (6,400 TVsub pairs
+   budgets instead of guessing them: time per step of the two translators (``--mt-size``, base by
+   default; 6,400 TVsub pairs
    each, after an untimed warm-up training) and characters/s of the two tiny pre-trainings (200,000
    characters each), projected to one epoch of all 429,501 pairs and of the whole 10.8M-character
    corpus (choose MT_EPOCHS / LB_CHARS of device_session.sh from these lines).
@@ -133,15 +134,16 @@ def check_train_mt(device: torch.device, runs: Path) -> str:
     return f"device {result['device']!r}, train loss {result['history'][-1]['train_loss']:.3f}, test BLEU {bleu:.2f}"
 
 
-def check_plan_mt(device: torch.device, runs: Path) -> str:
-    """Time per step of both base translators, projected to one epoch of every TVsub pair."""
+def check_plan_mt(device: torch.device, runs: Path, size: str = "base") -> str:
+    """Time per step of both translators of ``size``, projected to one epoch of every TVsub pair."""
     import mt_results
 
     pairs = 6400 if device.type == "cuda" else 128
     lines = []
     # untimed first: the first base training in a process ran 4x slower per step on an H100 (2026-11-26)
-    for encoder, timed in (("transformer", False), *((e, True) for e in mt_results.ENCODERS)):
-        spec = mt_results.prepared_spec(encoder, "base", 13, epochs=1, max_train_pairs=pairs if timed else 640,
+    warm_up = (("transformer", False),) if device.type == "cuda" else ()
+    for encoder, timed in (*warm_up, *((e, True) for e in mt_results.ENCODERS)):
+        spec = mt_results.prepared_spec(encoder, size, 13, epochs=1, max_train_pairs=pairs if timed else 640,
                                         test_sets=())
         spec["validation_dataset_reader"]["max_instances"] = 32
         result = train(on_device(spec, device), runs / f"plan_{encoder}{'' if timed else '_warm_up'}")
@@ -150,7 +152,7 @@ def check_plan_mt(device: torch.device, runs: Path) -> str:
         batch = spec["data_loader"]["batch_size"]
         per_step = result["training_seconds"] / math.ceil(pairs / batch)
         pairs_all = mt_results.TVSUB_TRAIN_PAIRS
-        lines.append(f"{encoder} base: {per_step * 1000:.0f} ms/step, one epoch of {pairs_all:,} pairs "
+        lines.append(f"{encoder} {size}: {per_step * 1000:.0f} ms/step, one epoch of {pairs_all:,} pairs "
                      f"~{per_step * math.ceil(pairs_all / batch) / 60:.1f} min")
     return "; ".join(lines)
 
@@ -190,6 +192,7 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--checks", nargs="*", choices=list(CHECKS), default=list(CHECKS))
     parser.add_argument("--runs-dir", default=None, help="where the two trainings write (default: a temp folder)")
+    parser.add_argument("--mt-size", choices=("base", "small"), default="base", help="the translators plan_mt times")
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -202,7 +205,8 @@ def main(argv=None) -> int:
         for name in args.checks:
             started = time.perf_counter()
             try:
-                detail = CHECKS[name](device, runs)
+                detail = (check_plan_mt(device, runs, args.mt_size) if name == "plan_mt"
+                          else CHECKS[name](device, runs))
                 status = "PASS"
             except Exception as error:  # every check runs; the failure is reported, not raised
                 traceback.print_exc()

@@ -99,15 +99,15 @@ def main(argv=None) -> int:
     if size > LIMIT:
         print("too large to travel: fewer --parts", file=sys.stderr)
         return 2
-    checks = [p for p in args.parts if p in ("checks", "speed")]
-    training = [p for p in args.parts if p in ("mt", "lb")]
-    if checks:
-        print(f'device run 1: command "bash benchmarks/device_session.sh {" ".join(checks)}", carry [".device"], '
-              f"timeout_s 480")
-    for part in training:
-        knob = "MT_EPOCHS=E MT_S=S" if part == "mt" else "LB_CHARS=N LB_S=S"
-        print(f'device run ({part}): command "{knob} bash benchmarks/device_session.sh {part}", carry [".device"], '
-              f"timeout_s S+60 (E, N, S from run 1's plan_mt / plan_lb lines and the device time left)")
+    # one call: a machine goes back 30 s after a call and a session has 15 minutes of it (2026-11)
+    env = []
+    if "mt" in args.parts:  # auto: sized from the same call's plan_mt line
+        env += ["SESSION_S=570", f"MT_PAIRS={'auto' if 'checks' in args.parts else 'N'}", "MT_SIZE=small",
+                "MT_SEEDS=3"]
+    if "lb" in args.parts:
+        env += ["LB_CHARS=N", "LB_S=S"]
+    print(f'device run: command "{" ".join([*env, "bash benchmarks/device_session.sh", *args.parts])}", '
+          f'carry [".device"], timeout_s 590 (device_session.sh names each setting; N, S: what the time allows)')
     return 0
 
 

@@ -7,16 +7,17 @@
 #           the mt and lb budgets measured (its plan_mt, plan_lb lines)                         CHECKS_S=240
 #           CHECKS="beam plan_mt ..." runs only those checks (default: all)
 #   speed   benchmarks/mt_speed.py --device cuda (3 processes)                                      SPEED_S=150
-#   mt      benchmarks/mt_results.py --size base --seeds 1, both encoders side by side on the GPU,
-#           MT_EPOCHS epochs (default 1) of all TVsub pairs, tests tvsub wmt22 tatoeba             MT_S=330
+#   mt      benchmarks/mt_results.py, both encoders x MT_SEEDS seeds (default 1, from 13) side by side
+#           on the GPU, size MT_SIZE (base), MT_EPOCHS epochs (1) of all TVsub pairs, tests tvsub wmt22
+#           tatoeba                                                                                 MT_S=330
 #           MT_PAIRS=N trains on the first N pairs; MT_PAIRS=auto sizes N from this call's plan_mt line
-#           (checks first) so that both trainings end inside MT_S (mt_pairs.py); with SESSION_S set,
-#           MT_S defaults to what is left of SESSION_S seconds (counted from this script's start) - 20
+#           (checks first, same MT_SIZE) so that every training ends inside MT_S (mt_pairs.py); with
+#           SESSION_S set, MT_S defaults to what is left of SESSION_S seconds (from this script's start) - 20
 #   lb      benchmarks/lattice_bert.py, LB_CHARS characters (default the whole corpus), one seed,
 #           four fine-tuning tasks                                                                  LB_S=540
 # Everything it writes comes back in $OUT: session.log and results.tar.gz (RESULTS.md with the GPU
-# speed section, the mt/lb tables and JSON results, every run directory's metrics.json/config.json
-# for `multigrain log` here). PYTHON and DEVICE (default python3, cuda; cpu: fp32) and MT_EXTRA /
+# speed section, the mt/lb tables and JSON results, the mt trainings' logs, every run directory's
+# metrics.json/config.json for `multigrain log` here). PYTHON and DEVICE (default python3, cuda; cpu: fp32) and MT_EXTRA /
 # LB_EXTRA (more arguments) let a CPU machine rehearse the plumbing, e.g.
 #   DEVICE=cpu MT_EXTRA="--max-train-pairs 300 --max-test-sentences 10" bash benchmarks/device_session.sh mt
 set -uo pipefail
@@ -41,29 +42,42 @@ for part in "$@"; do
     echo "=== $part ($(date -u +%T))"
     case $part in
         checks) timeout "${CHECKS_S:-240}" $PY benchmarks/cuda_checks.py --device "${DEVICE:-cuda}" --runs-dir "$RUNS/checks" \
-            ${CHECKS:+--checks $CHECKS} ;;
+            --mt-size "${MT_SIZE:-base}" ${CHECKS:+--checks $CHECKS} ;;
         speed) timeout "${SPEED_S:-150}" $PY benchmarks/mt_speed.py --device "${DEVICE:-cuda}" --processes 3 --repeats 7 ;;
         mt)
             [ -n "${SESSION_S:-}" ] && MT_S=${MT_S:-$((SESSION_S - SECONDS - 20))}
-            echo "mt: ${MT_S:-330} s"
+            size=${MT_SIZE:-base}
+            seeds=$(seq 13 $((12 + ${MT_SEEDS:-1})))
+            echo "mt: ${MT_S:-330} s, size $size, seeds" $seeds
             pairs=()
             if [ -n "${MT_PAIRS:-}" ]; then
-                n=$($PY benchmarks/mt_pairs.py --log "$OUT/session.log" --seconds "${MT_S:-330}" \
-                    --epochs "${MT_EPOCHS:-1}" --pairs "$MT_PAIRS") || { echo "mt: no pair count"; status=1; continue; }
+                n=$($PY benchmarks/mt_pairs.py --log "$OUT/session.log" --seconds "${MT_S:-330}" --size "$size" \
+                    --processes $((2 * ${MT_SEEDS:-1})) --epochs "${MT_EPOCHS:-1}" --pairs "$MT_PAIRS") \
+                    || { echo "mt: no pair count"; status=1; continue; }
                 echo "mt: $n training pairs"
                 pairs=(--max-train-pairs "$n")
             fi
+            rm -f "$RUNS"/mt*.json "$RUNS"/mt*.md  # an earlier call's parts (a warm machine keeps runs/)
+            mkdir -p "$RUNS/logs"
             pids=()
-            for encoder in transformer big; do
-                timeout "${MT_S:-330}" $PY benchmarks/mt_results.py --size base --seeds 1 \
-                    --epochs "${MT_EPOCHS:-1}" --test-sets tvsub wmt22 tatoeba "${precision[@]}" --no-tracking ${MT_EXTRA:-} \
-                    "${pairs[@]}" --only "$encoder" --runs-dir "$RUNS/mt" --out "$RUNS/mt_$encoder.json" \
-                    --results "$RUNS/mt_$encoder.md" > "$OUT/mt_$encoder.log" 2>&1 &
-                pids+=($!)
+            for seed in $seeds; do
+                for encoder in transformer big; do
+                    name=mt_${encoder}_$seed
+                    timeout "${MT_S:-330}" $PY benchmarks/mt_results.py --size "$size" --first-seed "$seed" --seeds 1 \
+                        --epochs "${MT_EPOCHS:-1}" --test-sets tvsub wmt22 tatoeba "${precision[@]}" --no-tracking \
+                        ${MT_EXTRA:-} "${pairs[@]}" --only "$encoder" --runs-dir "$RUNS/mt" --out "$RUNS/$name.json" \
+                        --results "$RUNS/$name.md" > "$RUNS/logs/$name.log" 2>&1 &
+                    pids+=($!)
+                done
             done
-            wait "${pids[@]}"  # not a bare wait: it would wait for the log's tee too
-            tail -n 5 "$OUT"/mt_*.log
-            $PY benchmarks/mt_results.py --combine "$RUNS"/mt_*.json --out "$RUNS/mt.json" --results "$RUNS/mt.md"
+            failed=0
+            for pid in "${pids[@]}"; do  # not a bare wait: it would wait for the log's tee too
+                wait "$pid" || failed=$((failed + 1))
+            done
+            tail -n 3 "$RUNS"/logs/mt_*.log
+            [ $failed -eq 0 ] || { echo "mt: $failed of ${#pids[@]} trainings failed or ran out of time"; status=1; }
+            $PY benchmarks/mt_results.py --combine "$RUNS"/mt_*.json --out "$RUNS/mt.json" --results "$RUNS/mt.md" \
+                --section "## Translation on a GPU"
             ;;
         lb) timeout "${LB_S:-540}" $PY benchmarks/lattice_bert.py --chars-budget "${LB_CHARS:-all}" \
                 --epochs 1 --seeds 1 --tasks resume chnsenticorp bq thucnews "${precision[@]}" --no-tracking ${LB_EXTRA:-} \
@@ -76,6 +90,6 @@ for part in "$@"; do
     [ $code -eq 0 ] || status=1
 done
 find "$RUNS" \( -name metrics.json -o -name config.json -o -name spec_hash -o -path "$RUNS/*.json" \
-    -o -path "$RUNS/*.md" \) -print0 2>/dev/null \
+    -o -path "$RUNS/*.md" -o -path "$RUNS/logs/*" \) -print0 2>/dev/null \
     | tar -czf "$OUT/results.tar.gz" --null -T - benchmarks/RESULTS.md benchmarks/results
 exit $status

@@ -37,9 +37,15 @@ def test_archive_holds_the_parts_folders_and_the_calls_are_printed(kit, capsys):
     mt_folders = ("tatoeba_cmn_eng", "tvsub_zh_en", "wmt22_generaltest_zh_en", "wmt_newstest_zh_en")
     assert [n for n in names if n.endswith("part.txt")] == [f"data/{f}/part.txt" for f in mt_folders]
     out = capsys.readouterr().out
-    assert 'command "bash benchmarks/device_session.sh speed", carry [".device"], timeout_s 480' in out
-    assert 'command "MT_EPOCHS=E MT_S=S bash benchmarks/device_session.sh mt"' in out
-    assert "device_session.sh lb" not in out
+    assert ('command "SESSION_S=570 MT_PAIRS=N MT_SIZE=small MT_SEEDS=3 bash benchmarks/device_session.sh speed mt", '
+            'carry [".device"], timeout_s 590') in out
+    assert "LB_CHARS" not in out
+
+def test_with_the_checks_in_the_call_the_pairs_are_sized_there(kit, capsys, monkeypatch):
+    monkeypatch.setitem(device_kit.FOLDERS, "checks", ())  # the fixture's data holds the mt folders alone
+    assert device_kit.main(["--parts", "checks", "mt"]) == 0
+    out = capsys.readouterr().out
+    assert "MT_PAIRS=auto MT_SIZE=small MT_SEEDS=3 bash benchmarks/device_session.sh checks mt" in out
 
 
 def test_missing_data_folder_is_refused_and_nothing_is_written(kit):
