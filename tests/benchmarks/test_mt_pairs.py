@@ -41,8 +41,10 @@ def test_pairs_fit_the_seconds_left():
 
     assert needed(pairs) <= seconds < needed(pairs + 1000)
     six = mt_pairs.affordable_pairs(per_step, seconds, epochs=1, size="small", processes=6)
-    assert needed(six, "small", 4.5) <= seconds < needed(six + 1000, "small", 4.5)
-    assert (mt_pairs.stretch(1), mt_pairs.stretch(2), mt_pairs.stretch(4)) == (1.0, mt_pairs.SIDE_BY_SIDE, 3.0)
+    six_stretch = 6 * mt_pairs.STRETCH_PER_PROCESS
+    assert needed(six, "small", six_stretch) <= seconds < needed(six + 1000, "small", six_stretch)
+    assert (mt_pairs.stretch(1), mt_pairs.stretch(2)) == (1.0, mt_pairs.SIDE_BY_SIDE)
+    assert mt_pairs.stretch(4) == 4 * mt_pairs.STRETCH_PER_PROCESS > mt_pairs.SIDE_BY_SIDE
     assert mt_pairs.affordable_pairs(per_step, seconds, epochs=2) < pairs
     assert mt_pairs.affordable_pairs(0.001, 10_000, epochs=1) == mt_pairs.TVSUB_TRAIN_PAIRS
     assert mt_pairs.affordable_pairs(10.0, 60, epochs=1) == 1000
