@@ -16,10 +16,10 @@ result is measured there (``benchmarks/device_session.sh checks`` runs this on a
    are finite, ``metrics.json`` names the device.
 4. ``plan_mt`` / ``plan_lb``: the same kind of training checks, sized to measure the session's
    budgets instead of guessing them: time per step of the two translators (``--mt-size``, base by
-   default; 6,400 TVsub pairs
-   each, after an untimed warm-up training) and characters/s of the two tiny pre-trainings (200,000
-   characters each), projected to one epoch of all 429,501 pairs and of the whole 10.8M-character
-   corpus (choose MT_EPOCHS / LB_CHARS of device_session.sh from these lines).
+   default; 6,400 TVsub pairs each, after an untimed warm-up training) and characters/s of the two
+   tiny pre-trainings (200,000 characters each), projected to one epoch of all 429,501 pairs and of
+   the whole 10.8M-character corpus (choose MT_EPOCHS / LB_CHARS of device_session.sh from these
+   lines).
 
 One line per check (PASS/FAIL and its figures); exit status 1 when one fails. ``--device cpu`` runs
 1-2 against the CPU itself and 3-4 in fp32 on smaller cuts (a test of this script, not of a GPU).
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import math
 import os
 import shutil
@@ -198,6 +199,7 @@ def main(argv=None) -> int:
     if device.type == "cuda" and not torch.cuda.is_available():
         print("no CUDA device here", file=sys.stderr)
         return 2
+    checks = dict(CHECKS, plan_mt=functools.partial(check_plan_mt, size=args.mt_size))
     failed = 0
     # the specs' data paths are relative to the repository root
     with tempfile.TemporaryDirectory() as tmp, working_directory(ROOT):
@@ -205,8 +207,7 @@ def main(argv=None) -> int:
         for name in args.checks:
             started = time.perf_counter()
             try:
-                detail = (check_plan_mt(device, runs, args.mt_size) if name == "plan_mt"
-                          else CHECKS[name](device, runs))
+                detail = checks[name](device, runs)
                 status = "PASS"
             except Exception as error:  # every check runs; the failure is reported, not raised
                 traceback.print_exc()

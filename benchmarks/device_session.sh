@@ -17,8 +17,8 @@
 #           four fine-tuning tasks                                                                  LB_S=540
 # Everything it writes comes back in $OUT: session.log and results.tar.gz (RESULTS.md with the GPU
 # speed section, the mt/lb tables and JSON results, the mt trainings' logs, every run directory's
-# metrics.json/config.json for `multigrain log` here). PYTHON and DEVICE (default python3, cuda; cpu: fp32) and MT_EXTRA /
-# LB_EXTRA (more arguments) let a CPU machine rehearse the plumbing, e.g.
+# metrics.json/config.json for `multigrain log` here). PYTHON and DEVICE (default python3, cuda;
+# cpu: fp32) and MT_EXTRA / LB_EXTRA (more arguments) let a CPU machine rehearse the plumbing, e.g.
 #   DEVICE=cpu MT_EXTRA="--max-train-pairs 300 --max-test-sentences 10" bash benchmarks/device_session.sh mt
 set -uo pipefail
 cd "$(dirname "$0")/.."
