@@ -149,9 +149,14 @@ def pretrain_all(args) -> dict:
     for name in args.models:
         spec = pretrain_spec(name, args.size, args.chars_budget, args.epochs, args.batch_size, args.mixed_precision)
         run_dir = Path(args.runs_dir) / f"pretrain-{name}-{spec_hash(spec)[:8]}"
-        stats = corpus_stats(spec)
+        kept = run_dir / "corpus_stats.json"  # counting builds every lattice again: minutes at millions of chars
+        stats = json.loads(kept.read_text(encoding="utf-8")) if kept.exists() else corpus_stats(spec)
         started = time.time()
         result = train(spec, run_dir, not args.no_tracking, args.tracking_uri)
+        if not kept.exists():
+            tmp = kept.with_name(kept.name + ".tmp")
+            tmp.write_text(json.dumps(stats), encoding="utf-8")
+            tmp.replace(kept)
         seconds = result.get("training_seconds") or (time.time() - started)
         dev = result.get("validation", {})
         out[name] = {"run_dir": str(run_dir), "spec_hash": result["spec_hash"], "device": result.get("device"),

@@ -53,3 +53,29 @@ def test_a_chars_budget_of_all_is_the_counted_corpus():
     for bad in ("0", "-5", "1e6", "many"):
         with pytest.raises(argparse.ArgumentTypeError, match="positive number of characters or 'all'"):
             lattice_bert.chars_budget(bad)
+
+
+def test_the_corpus_is_counted_once_per_pre_training_run(tmp_path, monkeypatch):
+    """Counting builds every lattice of the corpus again (minutes at millions of characters): a
+    pre-training run directory keeps the count, and a later call (fine-tuning, the report) reads it."""
+    from argparse import Namespace
+
+    counted = []
+
+    def corpus_stats(spec):
+        counted.append(spec["dataset_reader"]["max_chars"])
+        return {"instances": 3, "chars": 40, "tokens": 52}
+
+    def train(spec, run_dir, track, uri):
+        run_dir.mkdir(parents=True, exist_ok=True)
+        return {"spec_hash": "h", "device": "CPU", "training_seconds": 1.0, "validation": {"msp_accuracy": 0.1}}
+
+    monkeypatch.setattr(lattice_bert, "corpus_stats", corpus_stats)
+    monkeypatch.setattr(lattice_bert, "train", train)
+    args = Namespace(models=["char_bert"], size="tiny", chars_budget=1000, epochs=1, batch_size=None,
+                     mixed_precision=None, runs_dir=str(tmp_path), no_tracking=True, tracking_uri=None,
+                     throughput_batches=0)
+    first = lattice_bert.pretrain_all(args)
+    second = lattice_bert.pretrain_all(args)
+    assert counted == [1000]
+    assert first == second and first["char_bert"]["chars"] == 40 and first["char_bert"]["tokens"] == 52
