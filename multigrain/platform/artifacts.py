@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 from typing import Optional
 
+from multigrain.platform.scores import shown
+
 #: the metric keys of a history record that are not curves
 NOT_CURVES = {"epoch", "lr", "seconds"}
 
@@ -125,8 +127,6 @@ def description(tags: dict, metrics: dict, paper: Optional[str]) -> str:
              + f", dataset `{tags.get('task', '')}/{tags.get('dataset', '')}`"
              + (f", seed {tags['seed']}" if tags.get("seed") else "") + "."]
     if key in metrics:
-        from multigrain.platform.leaderboard import shown
-
         lines.append(f"Headline: {key.replace('_', ' ')} **{shown(key, metrics[key])}**"
                      + (f"; the paper: {paper}." if paper else "."))
     elif paper:

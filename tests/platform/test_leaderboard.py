@@ -188,7 +188,8 @@ def test_bleu_below_one_is_shown_as_points_and_fractions_as_percent():
     """sacrebleu's BLEU and chrF are points (0-100): an undertrained translator's 0.72 BLEU is 0.72, not
     72.00, in the table, the sweep summary and the run description; F1 0.9 is 90.00."""
     from multigrain.platform.artifacts import description
-    from multigrain.platform.leaderboard import percent_scale, rows
+    from multigrain.platform.leaderboard import rows
+    from multigrain.platform.scores import percent_scale
     from multigrain.platform.ray.sweep_report import _fmt
 
     def record(experiment, seed, metrics, metric):

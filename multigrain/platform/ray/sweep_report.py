@@ -6,6 +6,7 @@ import statistics
 from typing import Optional
 
 from multigrain.platform.ray.sweep import Trial
+from multigrain.platform.scores import percent_scale
 
 
 def _metric_name(trials: list[Trial]) -> tuple[str, float]:
@@ -46,8 +47,6 @@ def summarize(trials: list[Trial]) -> list[dict]:
 
 
 def _fmt(metric: str, mean: Optional[float], std: Optional[float]) -> str:
-    from multigrain.platform.leaderboard import percent_scale
-
     if mean is None:
         return "-"
     scale = percent_scale(metric, [abs(mean), std or 0.0])
