@@ -19,9 +19,10 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/multigrain quickstart
 
-# -rs: one line per skipped test saying why (the browser test without Chromium)
+# -rs: one line per skipped test saying why (the browser test without Chromium); --durations: the
+# slowest tests, to keep the suite inside CI's budget
 test: $(STAMP)
-	$(BIN)/python -m pytest -rs tests
+	$(BIN)/python -m pytest -rs --durations=15 tests
 
 clean:
 	rm -rf $(VENV) runs mlruns.db mlruns test-artifacts build multigrain/components/heads/_viterbi*.so
