@@ -3,7 +3,7 @@ fine-tuned on downstream tasks (issue 27). Writes ``benchmarks/results/lattice_b
 ``## Lattice-BERT`` section of benchmarks/RESULTS.md.
 
     python benchmarks/lattice_bert.py --chars-budget N [--epochs E] [--size tiny]
-        [--tasks resume msra chnsenticorp bq] [--seeds 3] [--finetune-epochs K]
+        [--tasks resume msra chnsenticorp bq] [--seeds 3] [--first-seed 13] [--finetune-epochs K]
         [--finetune-max-instances M] [--workers 1 2] [--runs-dir runs/lattice_bert]
         [--results benchmarks/RESULTS.md] [--out benchmarks/results/lattice_bert.json] [--section HEADING]
     python benchmarks/lattice_bert.py --count-corpus      # characters of each corpus source
@@ -178,7 +178,7 @@ def finetune_all(args, pretrained: dict) -> dict:
     for task in args.tasks:
         for name in args.finetune_models:
             encoder = PRETRAINED[name][1]
-            for seed in range(13, 13 + args.seeds):
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
                 spec = load_spec(ROOT / "jsonnet_configs" / "finetune" / f"{FINETUNE[task]}.jsonnet",
                                  ext_vars={"pretrained": pretrained[name]["run_dir"], "encoder": encoder})
                 spec["seed"] = seed
@@ -329,6 +329,8 @@ def main(argv=None) -> int:
     parser.add_argument("--finetune-models", nargs="*", default=["lattice_bert", "char_bert"], choices=list(PRETRAINED))
     parser.add_argument("--tasks", nargs="*", default=["resume", "msra", "chnsenticorp", "bq"], choices=list(FINETUNE))
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=13,
+                        help="fine-tune seeds first-seed .. first-seed + seeds - 1 (spread seeds over processes)")
     parser.add_argument("--finetune-epochs", type=int, default=None)
     parser.add_argument("--finetune-lr", type=float, default=None, help="the fine-tuning specs' AdamW rate (1e-4)")
     parser.add_argument("--finetune-max-instances", type=int, default=None, help="cut every split (smoke tests)")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
@@ -20,6 +21,53 @@ from typing import Iterator, Optional
 from multigrain.platform.data import json_objects
 from multigrain.platform.specs import spec_hash
 from multigrain.platform.errors import ConfigurationError
+
+
+#: lock files this process holds (``training_lock`` is re-entrant within a process)
+_HELD: set[Path] = set()
+
+
+@contextmanager
+def training_lock(run_dir: Path) -> Iterator[None]:
+    """Held while this process trains into ``run_dir``: a second process training there at the same
+    time is refused (``ConfigurationError`` naming the first one's pid) instead of both writing its
+    checkpoints. An advisory ``flock`` on ``.<name>.lock`` beside the directory (the directory
+    itself may be removed and made again under it), removed on release; the kernel releases the
+    lock when the holder exits or is killed, so a file left by a killed process never blocks."""
+    import fcntl
+
+    path = (run_dir.parent / f".{run_dir.name}.lock").resolve()
+    if path in _HELD:
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        handle = open(path, "a+", encoding="utf-8")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip()
+            handle.close()
+            raise ConfigurationError(f"{run_dir}: another process{f' (pid {holder})' if holder else ''} is "
+                                     f"training in this run directory; wait for it to end or choose another -s")
+        try:  # the file may have been removed by its last holder between our open and our lock
+            if os.stat(path).st_ino == os.fstat(handle.fileno()).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        handle.close()
+    with handle:
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        _HELD.add(path)
+        try:
+            yield
+        finally:
+            _HELD.discard(path)
+            path.unlink(missing_ok=True)
 
 
 def write_run_files(run_dir: Path, spec: dict, vocab) -> None:

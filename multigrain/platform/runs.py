@@ -9,7 +9,8 @@ scripts, Ray trials and ``evaluate-all`` go through. It owns
   plugin modules recorded there (``plugins``), imported before its spec is read;
 - the decision what to do with that directory: a fresh run, resuming from ``last.pt``
   (bit-identically), extending a finished run to more epochs when nothing else changed and the
-  schedule does not depend on the epoch count, or reusing a finished result;
+  schedule does not depend on the epoch count, or reusing a finished result; one training at a
+  time in it (``archive.training_lock``: a second process is refused with the first one's pid);
 - training through the ``Trainer`` (whose config holds the one "finished" rule), logged live to
   MLflow through a ``RunLogger``, one ``epoch_log`` line per epoch; and evaluation of the trained
   archive on a data file read with the spec's test (or another) reader.
@@ -185,6 +186,11 @@ class Run:
         ``trainer.workers`` above 1 the epochs run on Ray Train (``platform/ray/train.py``;
         ``cluster``: which Ray, by default one started here) and this process does the rest: the
         run directory's files, the final evaluation, MLflow."""
+        with files.training_lock(self.run_dir):
+            return self._train_locked(resume, stop_after_epoch, logger, on_epoch, epoch_lines, cluster)
+
+    def _train_locked(self, resume: bool, stop_after_epoch: Optional[int], logger, on_epoch: Optional[EpochCallback],
+                      epoch_lines: bool, cluster: Optional["RayTrainCluster"]) -> dict:
         from multigrain.platform.tracking import git_commit
 
         done = self._own_finished_result() if resume else None
@@ -299,7 +305,15 @@ class Run:
         ``last.pt`` when an earlier attempt was interrupted, start over when it left no checkpoint.
         With ``extend_siblings`` a new directory starts from a copy of the longest sibling run that
         this spec extends (see ``shorter_sibling``), so asking for more epochs trains only the
-        missing ones; the sibling is kept."""
+        missing ones; the sibling is kept. Another process training in the directory is refused."""
+        done = self.finished_result()
+        if done is not None:  # reading a finished run takes no lock: many processes may reuse it
+            return done
+        with files.training_lock(self.run_dir):
+            return self._train_or_reuse_locked(logger, on_epoch, extend_siblings, epoch_lines)
+
+    def _train_or_reuse_locked(self, logger, on_epoch: Optional[EpochCallback], extend_siblings: bool,
+                               epoch_lines: bool) -> dict:
         done = self.finished_result()
         if done is not None:
             return done

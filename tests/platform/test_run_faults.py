@@ -198,3 +198,36 @@ def test_resume_of_a_directory_killed_before_its_first_epoch_starts_over(tmp_pat
     with pytest.raises(ConfigurationError, match="nothing to resume"):
         Run(spec, tmp_path / "other").train(resume=True)
     assert (tmp_path / "other" / "notes.txt").exists()
+
+
+HOLD_LOCK = """
+import sys
+from pathlib import Path
+from multigrain.platform.archive import training_lock
+with training_lock(Path(sys.argv[1])):
+    print("locked", flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_a_second_training_in_a_run_directory_in_use_is_refused_until_its_holder_dies(tmp_path):
+    """While one process trains into a run directory (holds its lock), ``multigrain train`` and
+    ``--resume`` there exit 2 naming the directory and the holder's pid, writing nothing; once the
+    holder is killed (its lock file left behind) training there works and removes the file."""
+    spec, run_dir = write_spec(tmp_path, epochs=1), tmp_path / "run"
+    holder = subprocess.Popen([sys.executable, "-P", "-c", HOLD_LOCK, str(run_dir)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, env=env(), cwd=tmp_path)
+    assert holder.stdout.readline().strip() == "locked"
+    for extra in ([], ["--resume"]):
+        out = subprocess.run(cli("train", spec, "-s", run_dir, "--no-tracking", *extra), env=env(), cwd=tmp_path,
+                             capture_output=True, text=True)
+        assert out.returncode == 2, out.stderr
+        assert f"{run_dir}: another process (pid {holder.pid}) is training in this run directory" in out.stderr
+        assert not run_dir.exists()
+    holder.kill()
+    holder.wait(timeout=30)
+    assert (tmp_path / ".run.lock").exists()
+    subprocess.run(cli("train", spec, "-s", run_dir, "--no-tracking"), check=True, env=env(), cwd=tmp_path,
+                   capture_output=True)
+    assert json.loads((run_dir / "metrics.json").read_text())["finished"]
+    assert not (tmp_path / ".run.lock").exists()
