@@ -23,10 +23,6 @@ from multigrain.platform.specs import spec_hash
 from multigrain.platform.errors import ConfigurationError
 
 
-#: lock files this process holds (``training_lock`` is re-entrant within a process)
-_HELD: set[Path] = set()
-
-
 @contextmanager
 def training_lock(run_dir: Path) -> Iterator[None]:
     """Held while this process trains into ``run_dir``: a second process training there at the same
@@ -37,9 +33,6 @@ def training_lock(run_dir: Path) -> Iterator[None]:
     import fcntl
 
     path = (run_dir.parent / f".{run_dir.name}.lock").resolve()
-    if path in _HELD:
-        yield
-        return
     path.parent.mkdir(parents=True, exist_ok=True)
     while True:
         handle = open(path, "a+", encoding="utf-8")
@@ -62,11 +55,9 @@ def training_lock(run_dir: Path) -> Iterator[None]:
         handle.truncate()
         handle.write(str(os.getpid()))
         handle.flush()
-        _HELD.add(path)
         try:
             yield
         finally:
-            _HELD.discard(path)
             path.unlink(missing_ok=True)
 
 

@@ -325,7 +325,7 @@ class Run:
         if self.is_empty() and extend_siblings:
             self._copy_sibling()
         # resume: from last.pt, or from scratch when the earlier attempt finished no epoch
-        return self.train(resume=not self.is_empty(), logger=logger, on_epoch=on_epoch, epoch_lines=epoch_lines)
+        return self._train_locked(not self.is_empty(), None, logger, on_epoch, epoch_lines, None)
 
     def _copy_sibling(self) -> None:
         earlier = self.shorter_sibling()
