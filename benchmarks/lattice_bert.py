@@ -88,7 +88,9 @@ def corpus_stats(spec: dict) -> dict:
         n = len(x["chars"]) + len(x.get("chars_b", ()))
         chars += n
         instances += 1
-        tokens += 3 + (x["lattice"].n_tokens + x["lattice_b"].n_tokens if words else n)
+        pair = "chars_b" in x  # [CLS] a [SEP] b [SEP], or a text too short to halve: [CLS] a [SEP]
+        lattices = x["lattice"].n_tokens + (x["lattice_b"].n_tokens if pair else 0)
+        tokens += (3 if pair else 2) + (lattices if words else n)
     return {"instances": instances, "chars": chars, "tokens": tokens}
 
 

@@ -240,7 +240,7 @@ def score_entities(model, predictions: list[dict], instances: list) -> dict[str,
     """Micro P/R/F1 of the predicted ``entities`` against the spans of the gold tags."""
     correct = predicted = gold = 0
     for prediction, instance in zip(predictions, instances):
-        found = {(e["type"], e["start"], e["end"]) for e in prediction["entities"]}
+        found = {(e["label"], e["start"], e["end"] - 1) for e in prediction["entities"]}  # end exclusive
         true = set(extract_spans(instance["tags"], model.scheme))
         correct, predicted, gold = correct + len(found & true), predicted + len(found), gold + len(true)
     return _prf(correct, predicted, gold)

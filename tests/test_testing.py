@@ -24,8 +24,8 @@ class BmesTagger:
 
 def test_entities_are_scored_against_the_gold_tags():
     gold = [Instance({"tags": ["B-ORG", "E-ORG", "O", "S-LOC"]}), Instance({"tags": ["O", "S-PER"]})]
-    predicted = [{"entities": [{"type": "ORG", "start": 0, "end": 1}, {"type": "LOC", "start": 2, "end": 2}]},
-                 {"entities": [{"type": "PER", "start": 1, "end": 1}]}]
+    predicted = [{"entities": [{"label": "ORG", "start": 0, "end": 2}, {"label": "LOC", "start": 2, "end": 3}]},
+                 {"entities": [{"label": "PER", "start": 1, "end": 2}]}]
     scores = score_entities(BmesTagger(), predicted, gold)
     assert scores["precision"] == pytest.approx(2 / 3) and scores["recall"] == pytest.approx(2 / 3)
     assert scores["f1"] == pytest.approx(2 / 3)

@@ -32,10 +32,12 @@ local sentence = import 'sentence.libsonnet';
     { path: 'bq_corpus/train.txt', reader: { type: 'bq_corpus' }, fields: ['chars_a', 'chars_b'] },
     { path: 'cmrc2018/cmrc2018_train.json', reader: { type: 'cmrc2018' }, fields: ['context_chars'] },
     { path: 'tatoeba_cmn_eng/cmn.txt', reader: { type: 'tatoeba_cmn_eng', split: 'train' } },
-    { path: 'tvsub_zh_en/train/*.zh' },
+    // an episode's lines are consecutive subtitles: a document (SOP pairs of consecutive lines)
+    { path: 'tvsub_zh_en/train/*.zh', document: true },
   ],
 
-  // two consecutive pieces of at most 62 characters: [CLS] a [SEP] b [SEP] fits 128 positions
+  // SOP pairs within one text (two consecutive pieces of at most 62 characters, or the halves of
+  // one): [CLS] a [SEP] b [SEP] fits 128 positions
   corpus(split='train', max_chars=null, num_shards=1, shard_index=0, max_instances=null):: {
     type: 'text_corpus', sources: $.sources, lattice_builder: $.lexicon, pairs: true, max_chars_per_text: 62,
     split: split, num_shards: num_shards, shard_index: shard_index, max_chars: max_chars,

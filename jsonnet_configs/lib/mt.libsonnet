@@ -8,10 +8,13 @@
 // encoder is the only difference between tvsub_transformer and tvsub_big.
 //
 // Test sets (one leaderboard experiment each, mt/<name>, ranked by BLEU; platform/test_sets.py):
-//   tvsub   TVsub test, 1,154 sentences x 3 references (lower-cased: compare case-insensitive BLEU)
+//   tvsub   TVsub test, 1,154 sentences x 3 references (lower-cased: ranked by case-insensitive BLEU)
 //   wmt22   WMT22 general test, 1,875 segments x 2 references (A, B)
 //   wmt18/19/20  WMT newstest, 1 reference each
 //   tatoeba the Tatoeba reader's deterministic test split (1,373 pairs)
+// Cased references (WMT, Tatoeba) are ranked by cased BLEU, as WMT reports it, the lower-cased
+// one beside it (components/metrics/bleu.py). `multigrain evaluate RUN --test-set tvsub` scores a
+// set as the training does (every reference); a bare `evaluate RUN test.orignal.zh` has one.
 // News and Tatoeba are out of domain for subtitle training: expect low scores there.
 local data = '../shared/data';
 local tvsub = data + '/tvsub_zh_en';
@@ -59,7 +62,10 @@ local wmt22 = data + '/wmt22_generaltest_zh_en/generaltest2022.zh-en';
     dropout: s.dropout, attention_dropout: s.dropout, max_length: 1024,
   },
 
-  model(encoder, s):: {
+  // `bleu`: the BLEU metric's options (components/metrics/bleu.py), e.g. { nist_bp: true } for
+  // mteval-v13a's brevity penalty (the shortest reference); null (the default) adds no key, so
+  // the specs' hashes stay as they were. `-o` cannot add a key: pass it here.
+  model(encoder, s, bleu=null):: {
     type: 'translator',
     embedder: { type: 'char_bigram', char_dim: s.dim, bigram_dim: 0, dropout: s.dropout },
     encoder: $.encoder(encoder, s),
@@ -70,11 +76,14 @@ local wmt22 = data + '/wmt22_generaltest_zh_en/generaltest2022.zh-en';
     length_penalty: 0.6,
     max_length_ratio: 1.5,
     max_length_offset: 10,
-    // TVsub lines are at most 154 characters; WMT22 holds a few multi-sentence segments of up to
-    // 880: they are cut at 1,000 characters rather than refused
+    // max_source_length counts source tokens (a character, or a run of ASCII letters/digits).
+    // Measured on the shipped data (characters, not UTF-8 bytes): TVsub sources are at most 66
+    // characters (154 bytes), WMT22's longest multi-sentence segment 299 (880 bytes; 298 tokens).
+    // None reaches 1,000; a longer one is cut (truncate) rather than refused, and the cut is
+    // reported: its prediction says "truncated": true, and evaluate counts the cut sources.
     max_source_length: 1000,
     truncate: true,
-  },
+  } + (if bleu == null then {} else { bleu: bleu }),
 
   // Adam with linear warm-up and decay; `trainer.mixed_precision` is left to the trainer's default.
   // Warm-up is a share of the run (6 %: ~4,000 steps at the base and small full budgets), so that a
@@ -90,7 +99,7 @@ local wmt22 = data + '/wmt22_generaltest_zh_en/generaltest2022.zh-en';
 
   // TVsub training (429,501 pairs, episode order), validation on TVsub dev (1,086 pairs, 1 reference),
   // every test set above. `encoder`: 'transformer' | 'big'; `size`: a key of `sizes`.
-  tvsub_spec(encoder, size='small', epochs=null):: {
+  tvsub_spec(encoder, size='small', epochs=null, bleu=null):: {
     local s = $.sizes[size],
     task: 'mt',
     dataset: 'tvsub',
@@ -99,7 +108,7 @@ local wmt22 = data + '/wmt22_generaltest_zh_en/generaltest2022.zh-en';
     validation_data_path: tvsub + '/dev/dev.orignal.zh',
     test_sets: $.test_sets(encoder),
     data_loader: { batch_size: s.batch_size },
-    model: $.model(encoder, s),
+    model: $.model(encoder, s, bleu),
     trainer: $.trainer(s, epochs),
     seed: 13,
   },

@@ -1,8 +1,10 @@
 """How a text becomes tokens and bigrams, the same for the readers that make instances and the
-models that make instances from ``predict`` input or count their vocabularies."""
+models that make instances from ``predict`` input or count their vocabularies; and the stable
+hash of a text (``stable_bucket``) that readers split data by and models draw from."""
 from __future__ import annotations
 
 import re
+import zlib
 from typing import Sequence
 
 #: what the last character of a text is paired with in its bigram
@@ -56,3 +58,8 @@ def piece_bounds(chars: Sequence[str], limit: int) -> list[tuple[int, int]]:
     if start < n:
         bounds.append((start, n))
     return bounds
+
+
+def stable_bucket(key: str, buckets: int = 1000) -> int:
+    """A hash of ``key`` that is the same in every process and Python version (crc32 of UTF-8)."""
+    return zlib.crc32(key.encode("utf-8")) % buckets

@@ -75,14 +75,19 @@ def test_each_test_set_is_scored_into_metrics_json(trained):
         assert set(independent[name]) >= {"f1", "precision", "recall"}
         for metric, value in independent[name].items():
             assert saved[f"test_{name}_{metric}"] == pytest.approx(value, abs=1e-9)
-    assert saved["tracking_tags"] == {**TAGS, "call": "1"}
-    assert [saved["test_sets"][n]["tracking_tags"]["call"] for n in ("extra_a", "extra_b")] == ["2", "3"]
+    # taken after each evaluation: validation (call 1), test (2), extra_a (3), extra_b (4); the run has
+    # each under the evaluation's name, and the plain tags of its own test split (its leaderboard row)
+    calls = {"validation": "1", "test": "2", "extra_a": "3", "extra_b": "4"}
+    scoped = {f"{key}.{name}": value for name, call in calls.items() for key, value in {**TAGS, "call": call}.items()}
+    assert saved["tracking_tags"] == {**TAGS, "call": "2", **scoped}
+    assert [saved["test_sets"][n]["tracking_tags"]["call"] for n in ("extra_a", "extra_b")] == ["3", "4"]
+    assert [saved["test_sets"][n]["leaderboard_metric"] for n in ("extra_a", "extra_b")] == ["f1", "f1"]
     assert result["test"] != independent["extra_b"]  # another file, other scores (the run's own test split)
 
 
 def test_one_leaderboard_row_per_test_set_in_its_own_experiment(trained):
     result, uri = trained["result"], trained["uri"]
-    for name, call in (("extra_a", "2"), ("extra_b", "3")):
+    for name, call in (("extra_a", "3"), ("extra_b", "4")):
         (row,) = rows_of(uri, f"ner/{name}")
         tags, metrics = row.data.tags, row.data.metrics
         assert row.info.status == "FINISHED"
@@ -95,7 +100,7 @@ def test_one_leaderboard_row_per_test_set_in_its_own_experiment(trained):
         assert board_row["experiment"] == f"ner/{name}" and board_row["metric"] == "test_f1"
     (main,) = rows_of(uri, "ner/tiny")
     assert main.data.metrics["test_extra_a_f1"] == pytest.approx(trained["independent"]["extra_a"]["f1"], abs=1e-9)
-    assert {k: main.data.tags[k] for k in (*TAGS, "call")} == {**TAGS, "call": "1"}
+    assert {k: main.data.tags[k] for k in (*TAGS, "call", "call.extra_a")} == {**TAGS, "call": "2", "call.extra_a": "3"}
     # recording again (a resume after a kill between the rows and FINISHED) adds no row
     record_test_sets(trained["spec"], result, uri)
     assert [len(rows_of(uri, f"ner/{n}")) for n in ("extra_a", "extra_b")] == [1, 1]

@@ -35,16 +35,24 @@ class MaskedTokenHead(Head):
 @Head.register("sentence_order")
 class SentenceOrderHead(Head):
     """BERT's pooler (dense + tanh) on the [CLS] state, then 2 classes (in order / swapped):
-    ``cls [B, d]`` -> ``logits [B, 2]``."""
+    ``cls [B, d]`` -> ``logits [B, 2]``. ``pairs [B]`` (bool, default all) marks the rows that are
+    pairs of texts: the loss is the mean cross-entropy over them (``count`` of them), 0 with a
+    gradient path to every parameter when there is none (data-parallel replicas need one)."""
 
     def __init__(self, input_dim: int):
         super().__init__()
         self.pooler = nn.Sequential(nn.Linear(input_dim, input_dim), nn.Tanh())
         self.output = nn.Linear(input_dim, 2)
 
-    def forward(self, cls: torch.Tensor, label: Optional[torch.Tensor] = None) -> dict:
+    def forward(self, cls: torch.Tensor, label: Optional[torch.Tensor] = None,
+                pairs: Optional[torch.Tensor] = None) -> dict:
         logits = self.output(self.pooler(cls))
         out = {"logits": logits, "predictions": logits.argmax(-1)}
         if label is not None:
-            out["loss"] = F.cross_entropy(logits, label)
+            weight = torch.ones_like(label, dtype=torch.float) if pairs is None else pairs.float()
+            count = weight.sum()
+            each = F.cross_entropy(logits.float(), label, reduction="none")
+            out["loss"] = (each * weight).sum() / count.clamp(min=1.0)
+            out["count"] = count
+            out["right"] = ((out["predictions"] == label).float() * weight).sum()
         return out

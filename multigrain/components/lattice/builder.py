@@ -39,6 +39,11 @@ class LatticeBuilder(Registrable, kind="lattice_builder"):
     def spec_key(self) -> str:
         raise NotImplementedError
 
+    @property
+    def stage_name(self) -> str:
+        """What building lattices is called in progress lines and bars."""
+        return f"building lattices ({getattr(self, 'registered_name', type(self).__name__)})"
+
     def __repr__(self) -> str:
         settings = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
         return f"{type(self).__name__}({settings})"

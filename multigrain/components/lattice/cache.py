@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 import warnings
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Sequence
@@ -25,9 +26,13 @@ from multigrain.components.lattice.builder import LatticeBuilder, file_sha256, g
 from multigrain.components.lattice.types import Lattice
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import DataError
+from multigrain.platform.progress import Stage
 
-#: sentences per ``build_many`` call when building
+#: sentences per ``build_many`` call when building: at most, at first, and the seconds a chunk
+#: may take before the next one is smaller (``build_in_chunks``)
 CHUNK_SIZE = 8192
+FIRST_CHUNK = 256
+CHUNK_SECONDS = 2.0
 
 
 def default_cache_dir() -> Path:
@@ -91,9 +96,7 @@ def with_lattices(
         except Exception as e:  # any unreadable / inconsistent file is rebuilt
             warnings.warn(f"lattice cache {path} is unusable ({type(e).__name__}: {e}); rebuilding it")
     if lattices is None:
-        lattices = []
-        for i in range(0, len(sentences), CHUNK_SIZE):
-            lattices.extend(builder.build_many(sentences[i : i + CHUNK_SIZE]))
+        lattices = build_in_chunks(builder, sentences)
         try:
             save_lattices(path, key, lattices)
         except OSError as e:
@@ -105,6 +108,27 @@ def with_lattices(
         for name in lattice_fields:
             inst[name] = next(it)
         yield inst
+
+
+def build_in_chunks(builder: LatticeBuilder, sentences: Sequence[Sequence[str]]) -> list[Lattice]:
+    """``builder.build_many`` over ``sentences`` in chunks, as a named progress stage (the
+    builder's ``stage_name``): chunks grow from ``FIRST_CHUNK`` to ``CHUNK_SIZE`` sentences while
+    one takes under ``CHUNK_SECONDS``, so a slow segmenter still reports progress every few
+    seconds and a fast lexicon builds in large chunks."""
+    lattices: list[Lattice] = []
+    size = FIRST_CHUNK
+    with Stage(builder.stage_name, total=len(sentences), unit="sentences") as stage:
+        i = 0
+        while i < len(sentences):
+            started = time.monotonic()
+            lattices.extend(builder.build_many(sentences[i : i + size]))
+            stage.update(min(size, len(sentences) - i))
+            i += size
+            if time.monotonic() - started < CHUNK_SECONDS:
+                size = min(CHUNK_SIZE, 2 * size)
+            else:
+                size = max(FIRST_CHUNK, size // 2)
+    return lattices
 
 
 def save_lattices(path: Path, key: str, lattices: Sequence[Lattice]) -> None:

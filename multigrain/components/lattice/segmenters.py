@@ -157,6 +157,10 @@ class SegmenterBuilder(LatticeBuilder):
     def spec_key(self) -> str:
         return self._spec(name=self.name, version=package_version(self.name))
 
+    @property
+    def stage_name(self) -> str:
+        return f"segmenting ({self.name})"
+
     def build_many(self, sentences: Sequence[Sequence[str]]) -> list[Lattice]:
         rows = [seg[None, :] for seg in partitions(self.name, sentences)]
         return lattices_from_partitions(sentences, rows)
@@ -207,6 +211,10 @@ class VotingBuilder(LatticeBuilder):
         return self._spec(
             segmenters=[(name, package_version(name)) for name in self.segmenters], keep_all=self.keep_all
         )
+
+    @property
+    def stage_name(self) -> str:
+        return f"segmenting ({', '.join(self.segmenters)}) and voting"
 
     def build_many(self, sentences: Sequence[Sequence[str]]) -> list[Lattice]:
         each = [partitions(name, sentences) for name in self.segmenters]

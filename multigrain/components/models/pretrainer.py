@@ -2,11 +2,14 @@
 masked segment prediction (MSP) + sentence order prediction (SOP), as a registered model that
 the ordinary Trainer trains (``multigrain train`` on a ``jsonnet_configs/pretrain`` spec).
 
-Instances (``text_corpus`` reader with ``pairs``): two consecutive pieces of a document,
-``chars``/``lattice`` and ``chars_b``/``lattice_b``. ``tensorize`` swaps them for half of the
-examples (decided by a stable hash of the seed and the text, so the same in every epoch and
-process) and packs ``[CLS] first [SEP] second [SEP]`` with the lattices (``models/packing.py``);
-``sop_label`` = 1 when swapped. The encoder takes the [CLS] at position 0 (``cls: first``).
+Instances (``text_corpus`` reader with ``pairs``): two texts whose order is that of one text (its
+two consecutive pieces or its two halves, ``readers/corpus.py``), ``chars``/``lattice`` and
+``chars_b``/``lattice_b``; or one text alone (too short to halve: ``chars``/``lattice`` only).
+``tensorize`` swaps a pair for half of the examples (decided by a stable hash of the seed and the
+text, so the same in every epoch and process) and packs ``[CLS] first [SEP] second [SEP]`` with
+the lattices (``models/packing.py``), a single text ``[CLS] text [SEP]``; ``sop_label`` = 1 when
+swapped, ``sop_pairs`` marks the pairs (batches may mix both). The encoder takes the [CLS] at
+position 0 (``cls: first``).
 
 ``forward`` (training and evaluation alike):
 1. units: the lattice's minimal segments (``masking: segment``), or every token (``token``,
@@ -21,9 +24,11 @@ process) and packs ``[CLS] first [SEP] second [SEP]`` with the lattices (``model
    (``lattice_bert``; ``char_bert`` with ``use_words: false``, the words then only shape the
    segments, i.e. whole-word masking of characters);
 4. loss = cross-entropy of every masked token over the character + word vocabulary (output
-   tied to the embedding table) + SOP cross-entropy on [CLS].
+   tied to the embedding table) + SOP cross-entropy on [CLS], a mean over the batch's pairs
+   (a boolean mask; 0 in a batch without pairs).
 
-Metrics: ``msp_loss``, ``msp_accuracy`` (masked tokens predicted right), ``sop_accuracy``; and
+Metrics: ``msp_loss``, ``msp_accuracy`` (masked tokens predicted right), ``sop_accuracy`` (of the
+pairs; absent when the batches had none); and
 in evaluation the paper's leakage check (§3.4): the masked-token accuracy under whole-segment
 masking (``segment_masked_accuracy``) and under token masking (``token_masked_accuracy``), each
 measured with its own masking pass; a model that peeks at overlapping tokens scores high on the
@@ -45,7 +50,7 @@ from multigrain.components.models.base import count_lattice_words
 from multigrain.components.models.masking import choose_units, corrupt, hashed_uniform, token_units
 from multigrain.components.models.packing import CLS, SEP, Part, pack
 from multigrain.components.models.sentence import SentenceModel
-from multigrain.components.readers.files import stable_bucket
+from multigrain.components.text import stable_bucket
 from multigrain.platform.batching import pad_ids
 from multigrain.platform.config import Lazy
 from multigrain.platform.data import Instance
@@ -143,8 +148,9 @@ class Pretrainer(SentenceModel):
         # what an example's masking is drawn from (with the seed and the step): its packed text
         batch["example_keys"] = torch.tensor([zlib.crc32("\t".join(p.tokens).encode("utf-8")) for p in packed],
                                              dtype=torch.long)
-        if all("chars_b" in x for x in instances):  # SOP needs two texts in every example
-            batch["sop_label"] = torch.tensor(labels, dtype=torch.long)
+        # SOP: the label of every row, and which rows are pairs (a single text has no order)
+        batch["sop_label"] = torch.tensor(labels, dtype=torch.long)
+        batch["sop_pairs"] = torch.tensor(["chars_b" in x for x in instances], dtype=torch.bool)
         return batch
 
     def text_to_instance(self, data: dict) -> Instance:
@@ -192,9 +198,10 @@ class Pretrainer(SentenceModel):
 
     def forward(self, chars: torch.Tensor, mask: torch.Tensor, lattice, special: torch.Tensor,
                 example_keys: torch.Tensor, sop_label: Optional[torch.Tensor] = None,
-                segments: Optional[torch.Tensor] = None, **unused) -> dict[str, torch.Tensor]:
+                segments: Optional[torch.Tensor] = None, sop_pairs: Optional[torch.Tensor] = None,
+                **unused) -> dict[str, torch.Tensor]:
         """chars, segments, special, mask ``[B, n]``; lattice (LatticeBatch ``[B, T]``); sop_label,
-        example_keys ``[B]``."""
+        sop_pairs (bool: the rows that are pairs; default all), example_keys ``[B]``."""
         step = self.next_step()
         own = self.masked_pass(self.masking, chars, mask, lattice, special, segments, example_keys, step)
         msp = own["out"]
@@ -205,12 +212,13 @@ class Pretrainer(SentenceModel):
         right = int((msp["predictions"] == own["targets"]).sum())
         self.counts.add(msp_right=right, msp_total=len(own["targets"]), msp_loss=float(msp["loss"].detach()), batches=1)
         if self.sop_head is not None:
-            sop = self.sop_head(own["cls"], sop_label)
+            sop = self.sop_head(own["cls"], sop_label, sop_pairs)
             output["sop_predictions"] = sop["predictions"]
-            if sop_label is not None:
+            if sop_label is not None:  # a mean over the batch's pairs (0 when it has none)
                 loss = loss + sop["loss"]
-                terms["sop"] = (sop["loss"], len(sop_label))
-                self.counts.add(sop_right=int((sop["predictions"] == sop_label).sum()), sop_total=len(sop_label))
+                pairs = int(sop["count"])
+                terms["sop"] = (sop["loss"], pairs)
+                self.counts.add(sop_right=int(sop["right"]), sop_total=pairs)
         if not self.training:  # the leakage check: the other masking, measured the same way
             other = "token" if self.masking == "segment" else "segment"
             check = self.masked_pass(other, chars, mask, lattice, special, segments, example_keys, step)
@@ -223,7 +231,9 @@ class Pretrainer(SentenceModel):
     def get_metrics(self, reset: bool = False) -> dict[str, float]:
         c = self.counts
         metrics = {"msp_accuracy": c.ratio("msp_right", "msp_total"), "msp_loss": c.ratio("msp_loss", "batches")}
-        if self.sop_head is not None:
+        # of the pairs seen; none when the batches had no pair (a corpus of short texts), but named
+        # before any batch (a spec may validate on it)
+        if self.sop_head is not None and (c.sums["sop_total"] or not c.sums["batches"]):
             metrics["sop_accuracy"] = c.ratio("sop_right", "sop_total")
         if c.sums["segment_total"] or c.sums["token_total"]:
             metrics["segment_masked_accuracy"] = c.ratio("segment_right", "segment_total")
@@ -237,4 +247,4 @@ class Pretrainer(SentenceModel):
         swapped = output.get("sop_predictions")
         if swapped is None:
             return [{} for _ in instances]
-        return [{"swapped_predicted": bool(p)} for p in swapped.tolist()]
+        return [{"swapped_predicted": bool(p)} if "chars_b" in x else {} for p, x in zip(swapped.tolist(), instances)]

@@ -6,6 +6,10 @@ Fields ``chars`` and ``tags`` (the NER readers) and optionally ``lattice``; the 
 characters (default: the encoder's ``max_characters``, when it has learned positions) is
 encoded in pieces, one row each (``models/pieces.py``); the batch then also has ``pieces``
 (each row's sentence and first character, the sentences' ``mask``).
+
+A prediction is ``{"text", "tags", "entities": [{"label", "start", "end", "text"}]}`` with
+character offsets, ``end`` exclusive (``text[start:end]``): the ``jsonl_spans`` reader reads a
+file of predictions back with its defaults.
 """
 from __future__ import annotations
 
@@ -140,7 +144,8 @@ class Tagger(CharLatticeModel):
         out = []
         for inst, t in zip(instances, tags):
             spans = extract_spans(t, self.scheme)
+            # offsets as the jsonl_spans reader reads them by default: end exclusive, key "label"
             out.append({"text": "".join(inst["chars"]), "tags": t,
-                        "entities": [{"type": ty, "start": s, "end": e, "text": "".join(inst["chars"][s:e + 1])}
+                        "entities": [{"label": ty, "start": s, "end": e + 1, "text": "".join(inst["chars"][s:e + 1])}
                                      for ty, s, e in spans]})
         return out

@@ -15,11 +15,21 @@ training example, fitted before the model is built and kept in the run directory
 - training: teacher-forced label-smoothed loss on the first reference;
 - evaluation (``model.eval()`` with references): the loss, a beam search (``beam_size``,
   GNMT ``length_penalty``, at most ``max_length_ratio * n + max_length_offset`` tokens for a
-  source of n characters) and corpus BLEU/chrF over *all* references (``metrics/bleu.py``);
-- prediction (no references): the beam search alone; ``{"source", "translation"}``.
+  source of n characters) and corpus BLEU/chrF over *all* references (``metrics/bleu.py``;
+  ``bleu: {nist_bp: true, tokenize: ...}`` configures it, ``bleu_tokenize`` is the older key
+  of the tokenizer);
+- prediction (no references): the beam search alone; ``{"source", "translation"}``, plus
+  ``"truncated": true`` when the source was cut (below).
 
 A source of more than ``max_source_length`` characters is a DataError naming its file and line,
-or is cut to that length with ``truncate: true`` (its lattice's words inside the cut kept).
+or is cut to that length with ``truncate: true`` (its lattice's words inside the cut kept). A cut
+is never silent: the prediction says ``"truncated": true`` (``predict`` warns once per file,
+``serve`` logs each request that had one) and ``evaluation_notes()`` counts the sources cut in the
+last evaluation (``multigrain evaluate`` prints it).
+
+After an evaluation, ``ranking_metric()`` names the BLEU that ranks it (cased for cased references,
+``metrics/bleu.py``), ``tracking_tags()`` give its sacrebleu signature and ``evaluation_notes()``
+the reference streams, signature and cut sources.
 """
 from __future__ import annotations
 
@@ -57,7 +67,8 @@ class Translator(CharLatticeModel):
                  decoder: Optional[Lazy[NmtDecoder]] = None, target_vocab_size: int = 8000,
                  subword_model: Literal["bpe", "unigram"] = "bpe", beam_size: int = 4, length_penalty: float = 0.6,
                  max_length_ratio: float = 1.5, max_length_offset: int = 10, max_source_length: int = 256,
-                 truncate: bool = False, bleu_tokenize: str = "13a", resources: Optional[Resources] = None):
+                 truncate: bool = False, bleu_tokenize: str = "13a", bleu: Optional[Bleu] = None,
+                 resources: Optional[Resources] = None):
         super().__init__(vocab, embedder, encoder)
         if resources is None:
             raise ConfigurationError("the translator needs the run's resources (its target subword model); "
@@ -81,7 +92,11 @@ class Translator(CharLatticeModel):
         self.decoder = (decoder.construct(input_dim=self.output_dim, vocab_size=s.vocab_size, pad=s.pad, bos=s.bos,
                                           eos=s.eos) if decoder else
                         NmtDecoder(self.output_dim, s.vocab_size, s.pad, s.bos, s.eos))
-        self.metric = Bleu(bleu_tokenize)
+        if bleu is not None and bleu_tokenize != "13a" and bleu.tokenize != bleu_tokenize:
+            raise ConfigurationError(f"model.bleu_tokenize {bleu_tokenize!r} and model.bleu.tokenize "
+                                     f"{bleu.tokenize!r} differ: give the tokenizer once, as model.bleu.tokenize")
+        self.metric = bleu if bleu is not None else Bleu(bleu_tokenize)
+        self._cut = self._cut_last = 0  # sources cut in the evaluation under way / the last one
 
     # data ----------------------------------------------------------------------------------------
     @classmethod
@@ -113,7 +128,9 @@ class Translator(CharLatticeModel):
                 lattice = pack([Part(x["chars"], lattice, 0, n)]).lattice
             lattices.append(lattice)
         batch: dict[str, Any] = {"chars": pad_ids([self.char_ids(c) for c in chars]),
-                                 "mask": length_mask([len(c) for c in chars])}
+                                 "mask": length_mask([len(c) for c in chars]),
+                                 "truncated": torch.tensor([len(c) < len(x["chars"])
+                                                            for c, x in zip(chars, instances)], dtype=torch.bool)}
         if getattr(self.embedder, "bigrams", None) is not None:
             batch["bigrams"] = pad_ids([self.vocab.indices("bigrams", bigrams_of(c)) for c in chars])
         lattice = self.collate_lattices(lattices)
@@ -150,10 +167,11 @@ class Translator(CharLatticeModel):
 
     def forward(self, chars: torch.Tensor, mask: torch.Tensor, target_input: Optional[torch.Tensor] = None,
                 target_output: Optional[torch.Tensor] = None, references: Optional[list[list[str]]] = None,
-                **batch) -> dict[str, Any]:
-        """chars, mask [B, n]; target_input/target_output [B, T]; references (strings); optional
-        bigrams and lattice. Training: ``loss``. Evaluation: ``loss`` (with targets) and
-        ``tokens [B, L]`` (the best hypothesis of each source, no EOS)."""
+                truncated: Optional[torch.Tensor] = None, **batch) -> dict[str, Any]:
+        """chars, mask [B, n]; target_input/target_output [B, T]; references (strings); truncated
+        [B] (bool: the source was cut); optional bigrams and lattice. Training: ``loss``.
+        Evaluation: ``loss`` (with targets), ``tokens [B, L]`` (the best hypothesis of each
+        source, no EOS) and ``truncated``."""
         states = self.embed_and_encode(chars, mask, batch)[1]
         out: dict[str, Any] = {}
         if target_input is not None:
@@ -165,8 +183,11 @@ class Translator(CharLatticeModel):
             hypotheses = self.decoder.decode(states, mask, self.max_lengths(mask), self.beam_size,
                                              self.length_penalty)
         out["tokens"] = hypotheses.best
+        if truncated is not None:
+            out["truncated"] = truncated
         if references is not None:
             self.metric(self.detokenize(out["tokens"]), references)
+            self._cut += int(truncated.sum()) if truncated is not None else 0
         return out
 
     def detokenize(self, tokens: torch.Tensor) -> list[str]:
@@ -174,13 +195,31 @@ class Translator(CharLatticeModel):
         return self.subwords.decode(tokens.tolist())
 
     def get_metrics(self, reset: bool = False) -> dict[str, float]:
+        if reset:
+            self._cut_last, self._cut = self._cut, 0
         return self.metric.get_metric(reset)
 
+    def ranking_metric(self) -> str:
+        """The metric that ranks the last evaluation: ``bleu_cased`` for cased references (WMT),
+        ``bleu`` for lower-cased ones (TVsub); see ``metrics/bleu.py``."""
+        return self.metric.ranking_key()
+
     def tracking_tags(self) -> dict[str, str]:
-        """Tags for the run's tracking: the sacrebleu signature of ``bleu``."""
+        """Tags for the run's tracking: the sacrebleu signature of the BLEU that ranks the last
+        evaluation (its ``nrefs``, its ``case``)."""
         return {"sacrebleu_signature": self.metric.signature()}
+
+    def evaluation_notes(self) -> dict[str, Any]:
+        """What the last evaluation scored against: reference streams, the sacrebleu signature of
+        the ranking BLEU, and how many sources were cut to ``max_source_length``."""
+        if not self.metric.last:
+            return {}
+        return {"reference_streams": self.metric.last["reference_streams"], "ranked_by": self.ranking_metric(),
+                "sacrebleu_signature": self.metric.signature(), "sources_truncated": self._cut_last,
+                "max_source_length": self.max_source_length}
 
     def make_output_human_readable(self, output: dict, instances: list[Instance]) -> list[dict]:
         translations = self.detokenize(output["tokens"].cpu())
-        return [{"source": x.get("source", "".join(x["chars"])), "translation": t}
-                for x, t in zip(instances, translations)]
+        cut = output["truncated"].tolist() if "truncated" in output else [False] * len(instances)
+        return [{"source": x.get("source", "".join(x["chars"])), "translation": t, **({"truncated": True} if c else {})}
+                for x, t, c in zip(instances, translations, cut)]

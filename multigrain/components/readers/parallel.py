@@ -64,6 +64,16 @@ class LineAlignedReader(TranslationReader):
     def reference_patterns(self, path: str) -> list[str]:
         raise NotImplementedError
 
+    def with_references(self, path: str, extra: list[str]) -> "LineAlignedReader":
+        """A copy reading, for ``path``, the references this reader reads and then ``extra``
+        (``multigrain evaluate --references``); each is checked like the others when read."""
+        import copy
+
+        reader = copy.copy(self)
+        reader.references = [*(self.references if self.references is not None else self.reference_patterns(path)),
+                             *extra]
+        return reader
+
     def _read(self, path: str) -> Iterator[Instance]:
         patterns = self.references if self.references is not None else self.reference_patterns(path)
         files = [f for pattern in patterns for f in find_reference(path, pattern)]

@@ -65,6 +65,9 @@ def test_three_tvsub_reference_streams_equal_sacrebleu(data_dir, tmp_path):
     # the upper-cased words count in the cased score only; the three references beat one
     assert 20 < got["bleu_cased"] < got["bleu"] < 100
     assert got["bleu"] > sacrebleu.corpus_bleu(hypotheses, streams[:1], lowercase=True).score
+    # TVsub's references are lower-cased: the case-insensitive BLEU ranks
+    assert metric.ranking_key() == "bleu" and metric.last == {"sentences": 1154, "reference_streams": 3,
+                                                              "cased_references": False}
     assert metric.signature() == "nrefs:3|case:lc|eff:no|tok:13a|smooth:exp|version:2.6.0"
 
 
@@ -82,7 +85,10 @@ def test_two_wmt22_reference_streams_equal_sacrebleu(data_dir):
     assert got["bleu_cased"] == pytest.approx(sacrebleu.corpus_bleu(hypotheses, streams, tokenize="intl").score,
                                               abs=1e-9)
     assert got["chrf"] == pytest.approx(sacrebleu.corpus_chrf(hypotheses, streams).score, abs=1e-9)
-    assert metric.signature().startswith("nrefs:2|case:lc|eff:no|tok:intl|")
+    # WMT's references are cased: the cased BLEU ranks, and the signature is its signature
+    assert metric.ranking_key() == "bleu_cased" and metric.last["reference_streams"] == 2
+    assert metric.signature().startswith("nrefs:2|case:mixed|eff:no|tok:intl|")
+    assert metric.signature("bleu").startswith("nrefs:2|case:lc|eff:no|tok:intl|")
 
 
 def test_a_different_number_of_references_per_sentence():

@@ -299,7 +299,7 @@ def test_shipped_finetune_specs_start_from_a_shipped_pretraining(encoder, corpus
 
 
 def test_data_parallel_replicas_take_the_one_process_step(corpus):
-    """MSP is a mean over masked tokens and SOP over sentences: with ``loss_terms`` each term is
+    """MSP is a mean over masked tokens and SOP over pairs: with ``loss_terms`` each term is
     weighted by its own share, so 2 replicas' averaged gradients (DDP) equal the one-process
     gradient of the whole batch; weighting the summed loss by instances would not."""
     from multigrain.platform.data_parallel import Replica
@@ -321,7 +321,9 @@ def test_data_parallel_replicas_take_the_one_process_step(corpus):
     full = run(items)
     assert set(full["loss_terms"]) == {"msp", "sop"}
     assert torch.allclose(full["loss"], sum(loss for loss, _ in full["loss_terms"].values()))
-    assert full["loss_terms"]["sop"][1] == len(items) and full["loss_terms"]["msp"][1] == int(full["masked"].sum())
+    pairs = sum("chars_b" in x for x in items)  # SOP is a mean over the pairs: 6 of these 7 (one text is single)
+    assert 0 < pairs < len(items)
+    assert full["loss_terms"]["sop"][1] == pairs and full["loss_terms"]["msp"][1] == int(full["masked"].sum())
     expected = grads(full["loss"])
     slices = [Replica(r, 2, torch.device("cpu"), wrap=None).part(list(range(len(items)))) for r in range(2)]
     outputs = [run([items[i] for i in idx]) for idx, _ in slices]

@@ -54,7 +54,11 @@ def test_a_tiny_translator_overfits_fifty_pairs_and_its_archive_translates(overf
     assert [set(p) for p in predictions] == [{"source", "translation"}] * 5
     assert [p["source"] for p in predictions] == [x["source"] for x in instances[:5]]
     assert sum(p["translation"] == x["references"][0] for p, x in zip(predictions, instances)) >= 3
-    assert archive.model.tracking_tags()["sacrebleu_signature"].startswith("nrefs:1|case:lc|eff:no|tok:13a|")
+    # Tatoeba's references are cased: the cased BLEU ranks, its signature tags the run
+    assert archive.model.ranking_metric() == "bleu_cased"
+    assert archive.model.tracking_tags()["sacrebleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a|")
+    assert overfit.result["tracking_tags"]["sacrebleu_signature.validation"] == \
+        overfit.result["tracking_tags"]["sacrebleu_signature"]  # no test split: the validation's
 
 
 def test_predict_input_translates_and_bad_predict_input_names_its_line(overfit, tmp_path):

@@ -24,12 +24,15 @@ def texts(instances):
     return [("".join(x["chars"]), "".join(x.get("chars_b", ""))) for x in instances]
 
 
-def test_sources_in_order_pairs_within_a_file(corpus_dir):
-    reader = TextCorpusReader([CorpusSource("sub/*.zh"), CorpusSource("ner.bmes", ResumeNerReader())])
+def test_sources_in_order_pairs_within_a_document_file(corpus_dir):
+    reader = TextCorpusReader([CorpusSource("sub/*.zh", document=True), CorpusSource("ner.bmes", ResumeNerReader())])
     got = texts(reader.read(str(corpus_dir)))
-    # episode 2 before 10 (numbers sorted as numbers); its odd third line is dropped; the
-    # duplicate NER sentence is read once: 北京好, 上海 form one pair
-    assert got == [("第二集一。", "第二集二。"), ("第十集一。", "第十集二。"), ("北京好", "上海")]
+    # episode 2 before 10 (numbers sorted as numbers); consecutive lines of an episode pair up, its
+    # odd third line stands alone; NER sentences are no document: unrelated, never paired (and too
+    # short to halve); the duplicate NER sentence is read once
+    assert got == [("第二集一。", "第二集二。"), ("第二集三。", ""), ("第十集一。", "第十集二。"), ("北京好", ""),
+                   ("上海", "")]
+    assert reader.sop_stats["sub/*.zh"] == {"texts": 5, "consecutive": 2, "single": 1}
     singles = TextCorpusReader([CorpusSource("sub/*.zh")], pairs=False).read(str(corpus_dir))
     assert [a for a, _ in texts(singles)] == ["第二集一。", "第二集二。", "第二集三。", "第十集一。", "第十集二。"]
 
@@ -67,9 +70,11 @@ def test_lattices_for_both_texts(corpus_dir):
     lexicon.write_text("第二集\n北京\n", encoding="utf-8")
     reader = TextCorpusReader([CorpusSource("sub/*.zh"), CorpusSource("ner.bmes", ResumeNerReader())],
                               lattice_builder=LexiconBuilder(lexicon_path=str(lexicon)))
-    first, _, third = list(reader.read(str(corpus_dir)))
+    reader.sources[0].document = True
+    first, _, _, fourth, fifth = list(reader.read(str(corpus_dir)))
     assert [w[2] for w in first["lattice"].words()] == ["第二集"] == [w[2] for w in first["lattice_b"].words()]
-    assert [w[2] for w in third["lattice"].words()] == ["北京"] and third["lattice_b"].n_words == 0
+    assert [w[2] for w in fourth["lattice"].words()] == ["北京"] and "lattice_b" not in fourth
+    assert fifth["lattice"].n_words == 0
 
 
 def test_bad_sources_are_errors_naming_the_path(corpus_dir):

@@ -242,7 +242,9 @@ def test_a_translation_spec_sweeps_like_any_spec(ray_local, workdir, tmp_path):
         run = next(r for r in runs if r.data.tags["spec_hash"] == metrics["spec_hash"])
         assert run.data.metrics["test_bleu"] == pytest.approx(metrics["test"]["bleu"])
         assert run.data.metrics["test_chrf"] == pytest.approx(metrics["test"]["chrf"])
-        assert run.data.tags["sacrebleu_signature"].startswith("nrefs:1|case:lc|")
+        # Tatoeba's references are cased: the cased BLEU ranks the run, and its signature tags it
+        assert run.data.tags["sacrebleu_signature"].startswith("nrefs:1|case:mixed|")
+        assert run.data.tags["leaderboard_metric"] == "test_bleu_cased"
 
 
 def test_gpu_placement_with_declared_gpu(ray_local, swept, tmp_path):

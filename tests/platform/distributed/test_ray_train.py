@@ -8,7 +8,10 @@ epoch 1 and resumed from its ``last.pt``, so its end is also compared with that 
 training (the one-process one: an uninterrupted 2-worker run would cost a third Ray Train start-up,
 20-50 s on a loaded 2-core machine). One MLflow run throughout; one local Ray for the module.
 """
+import contextlib
+import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -69,12 +72,18 @@ def trained(tmp_path_factory, ray_local):
     spec = tagger_spec(folder / "data")
     spec2 = {**spec, "trainer": {**spec["trainer"], "workers": 2}}
     uri = f"sqlite:///{folder / 'mlruns.db'}"
-    one = Run(spec, folder / "one").train()
-    stopped = Run(spec2, folder / "two").train(stop_after_epoch=1, logger=RunLogger(uri))
+    err = {"one": io.StringIO(), "two": io.StringIO()}  # the epoch lines (stderr) of each training
+    with contextlib.redirect_stderr(err["one"]):
+        one = Run(spec, folder / "one").train()
+    with contextlib.redirect_stderr(err["two"]):
+        stopped = Run(spec2, folder / "two").train(stop_after_epoch=1, logger=RunLogger(uri))
     between = {"epoch": load_checkpoint(folder / "two" / "last.pt", "cpu")["epoch"],
                "mlflow": [r.info.status for r in mlflow_runs(uri)]}
-    two = Run(spec2, folder / "two").train(resume=True, logger=RunLogger(uri))
-    return {"folder": folder, "uri": uri, "one": one, "stopped": stopped, "between": between, "two": two}
+    with contextlib.redirect_stderr(err["two"]):
+        two = Run(spec2, folder / "two").train(resume=True, logger=RunLogger(uri))
+    return {"folder": folder, "uri": uri, "one": one, "stopped": stopped, "between": between, "two": two,
+            "lines": {k: [line for line in v.getvalue().splitlines() if line.startswith("epoch ")]
+                      for k, v in err.items()}}
 
 
 def test_two_workers_train_as_one_process_with_the_same_global_batch(trained):
@@ -110,6 +119,22 @@ def test_a_stopped_two_worker_run_resumes_from_its_checkpoint_in_one_mlflow_run(
     history = MlflowClient(tracking_uri=uri).get_metric_history(run.info.run_id, "train_loss")
     assert sorted((m.step, m.value) for m in history) == [(i + 1, pytest.approx(v, rel=1e-9))
                                                           for i, v in enumerate(losses(two))]
+
+
+def test_two_workers_print_the_one_process_epoch_line(trained):
+    """The same summary line per epoch as a one-process run (``epoch_log``): train loss, dev
+    metrics, best so far, elapsed and remaining time (the training seconds of the whole run)."""
+    lines = trained["lines"]
+    assert len(lines["one"]) == 3 and len(lines["two"]) == 3  # epoch 1 (stopped), then epochs 2 and 3 (resumed)
+    shape = re.compile(r"epoch (\d)/3 \| train loss \d+\.\d{4} \| dev f1 [\d. a-z]+ \| best f1 \d\.\d{4} "
+                       r"\(epoch \d\) \| elapsed ([\d.]+)s \| remaining ~([\d.]+)s")
+    for k, (one, two, record) in enumerate(zip(lines["one"], lines["two"], trained["two"]["history"]), start=1):
+        assert shape.fullmatch(one) and shape.fullmatch(two), (one, two)
+        assert two.startswith(f"epoch {k}/3 | train loss {record['train_loss']:.4f} | dev f1 "
+                              f"{record['validation_f1']:.4f} ")  # the numbers of the run's history
+    elapsed = [float(shape.fullmatch(line).group(2)) for line in lines["two"]]
+    assert elapsed == sorted(elapsed) and elapsed[0] > 0  # the whole run's training time, across the resume
+    assert lines["two"][-1].endswith("remaining ~0.0s")
 
 
 # ------------------------------------------------------------------------------- without Ray
