@@ -1,9 +1,22 @@
-"""``multigrain serve`` under load: 32 concurrent clients sending short texts for 60 s while one
-client sends 100,000-character texts; latency percentiles of the short requests and every
-error, written to the "## Serve under load" section of RESULTS.md.
+"""``multigrain serve`` under load: 32 concurrent clients sending short texts for 40 s while one
+client sends 14,000-character texts; latency percentiles of the short requests and every
+error, for several request paths side by side in one run, written to the "## Serve under load"
+section of RESULTS.md.
 
     .venv/bin/python benchmarks/serve_load.py                 # trains the served model once
-    .venv/bin/python benchmarks/serve_load.py --seconds 10 --no-write   # a quick look
+    .venv/bin/python benchmarks/serve_load.py --rounds 2      # each path twice, alternating
+    .venv/bin/python benchmarks/serve_load.py --seconds 10 --baseline-seconds 0 --no-write   # a quick look
+
+The paths (``--variants``): ``batched``, what ``multigrain serve`` does: the requests that arrive
+together are predicted in one forward pass (``serve_batching.Batcher``, up to 64 texts), and Serve's
+proxy hands each request to the replica in a Ray actor call; ``unbatched``, the same with one
+request's texts per forward pass (``MULTIGRAIN_SERVE_MAX_BATCH=1``); ``grpc``, batched, with Serve's
+gRPC transport between proxy and replica (``RAY_SERVE_PROXY_USE_GRPC=1``, not used by ``multigrain
+serve``). Each variant gets a server of its own, started in turn, under the same clients;
+``--rounds 2`` runs them all twice in turn, so a change of the machine's load during the run
+touches each. The load average (1 min) is recorded at
+the start and end of every phase, and the CPU seconds per request of the server's processes
+(proxy, ingress replica, the rest) and of the clients.
 
 The served model is ``jsonnet_configs/ner/resume_bilstm_crf.jsonnet`` (char + bigram embeddings
 50 + 50, one BiLSTM layer of 200, CRF) trained for one epoch on the first 300 Resume NER training
@@ -11,7 +24,7 @@ sentences (``runs/bench/serve_load``; its accuracy does not matter here, its cos
 server is the real command, ``multigrain serve RUN_DIR --port P ...``, in a process of its own;
 clients are threads of this process on keep-alive connections to 127.0.0.1 only, each sending
 one request at a time. Short texts are Resume NER test sentences (one per request); long texts
-are 100,000 characters of the same sentences run together. A first phase measures the short
+are ``--long-chars`` characters of the same sentences run together. A first phase measures the short
 clients alone (``--baseline-seconds``), the second adds the long client.
 """
 from __future__ import annotations
@@ -76,19 +89,20 @@ class Server:
     """``multigrain serve`` in a session of its own, stopped with SIGTERM (the command stops
     every Ray process it started)."""
 
-    def __init__(self, run_dir: Path, flags: list[str], log: Path):
+    def __init__(self, run_dir: Path, flags: list[str], log: Path, env: dict | None = None):
         self.port = free_port()
         self.log = open(log, "w+")
         self.path = f"/predict/{run_dir.name}"
         self.process = subprocess.Popen(
             [sys.executable, "-m", "multigrain.platform.cli", "serve", str(run_dir), "--port", str(self.port), *flags],
             stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True,
-            env=dict(os.environ, PYTHONPATH=str(ROOT), MULTIGRAIN_QUIET="1"))
+            env=dict(os.environ, PYTHONPATH=str(ROOT), MULTIGRAIN_QUIET="1", **(env or {})))
         deadline = time.time() + 300
         while "serving; Ctrl-C" not in self.output():
             if self.process.poll() is not None or time.time() > deadline:
+                output = self.output()[-3000:]
                 self.stop()
-                raise SystemExit(f"multigrain serve did not start:\n{self.output()[-3000:]}")
+                raise SystemExit(f"multigrain serve did not start:\n{output}")
             time.sleep(0.5)
 
     def output(self) -> str:
@@ -155,7 +169,31 @@ def body_of(text: str) -> bytes:
     return json.dumps({"instances": [{"text": text}]}, ensure_ascii=False).encode()
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(server: Server) -> dict[str, float]:
+    """CPU seconds so far of the server's processes (its session), by role, and of this process."""
+    out: dict[str, float] = {}
+    sid = os.getsid(server.process.pid)
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            pid = int(entry.name)
+            if pid != os.getpid() and os.getsid(pid) != sid:
+                continue
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            command = (entry / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        role = ("clients" if pid == os.getpid() else "proxy" if "ProxyActor" in command
+                else "replica" if ":predictor" in command else "long-input replica" if ":long_inputs" in command
+                else "rest")
+        out[role] = out.get(role, 0.0) + (int(fields[11]) + int(fields[12])) / TICK
+    return out
+
+
 def phase(server: Server, shorts: list[bytes], longs: list[bytes], clients: int, seconds: float) -> dict:
+    load_before, cpu_before = os.getloadavg()[0], cpu_seconds(server)
     stop_at = time.time() + seconds
     short = [Client(server.port, server.path, shorts[i::clients], stop_at, 130) for i in range(clients)]
     long = [Client(server.port, server.path, longs, stop_at, 130) for _ in range(1 if longs else 0)]
@@ -163,7 +201,10 @@ def phase(server: Server, shorts: list[bytes], longs: list[bytes], clients: int,
         c.start()
     for c in short + long:
         c.join(seconds + 140)
+    load_after, cpu_after = os.getloadavg()[0], cpu_seconds(server)
     records = [r for c in short for r in c.records]
+    every = len(records) + sum(len(c.records) for c in long)
+    cpu = {role: round(1000 * (cpu_after[role] - cpu_before.get(role, 0.0)) / max(every, 1), 2) for role in cpu_after}
     ok = sorted(lat for _, lat, status in records if status == 200)
     errors: dict = {}
     for _, _, status in records:
@@ -177,7 +218,8 @@ def phase(server: Server, shorts: list[bytes], longs: list[bytes], clients: int,
             "long_requests": len(long_records),
             "long_ok": sum(1 for _, _, s in long_records if s == 200),
             "long_statuses": sorted({str(s) for _, _, s in long_records}),
-            "long_latency_s": [round(lat, 1) for _, lat, _ in long_records]}
+            "long_latency_s": [round(lat, 1) for _, lat, _ in long_records],
+            "load": [round(load_before, 1), round(load_after, 1)], "cpu_ms_per_request": cpu}
 
 
 def versions() -> str:
@@ -187,59 +229,90 @@ def versions() -> str:
     return f"Python {platform.python_version()}, torch {torch.__version__}, ray {ray.__version__}"
 
 
-def report(args, flags: list[str], base: dict | None, loaded: dict) -> str:
-    def row(name: str, r: dict) -> str:
-        errors = sum(r["errors"].values())
-        detail = ", ".join(f"{k}: {v}" for k, v in sorted(r["errors"].items()))
-        return (f"| {name} | {r['clients']} | {r['seconds']:.0f} s | {r['requests']} | {r['throughput']:.1f} | "
-                f"{r['p50_ms']:.0f} ms | {r['p90_ms']:.0f} ms | {r['p99_ms']:.0f} ms | {r['max_ms']:.0f} ms | "
-                f"{errors}{f' ({detail})' if detail else ''} |")
+VARIANTS = {
+    "batched": ("`multigrain serve` as it is: the requests that arrive together in one forward pass (up to 64 "
+                "texts), proxy -> replica in a Ray actor call", {"RAY_SERVE_PROXY_USE_GRPC": "0"}),
+    "unbatched": ("one request's texts per forward pass (`MULTIGRAIN_SERVE_MAX_BATCH=1`)",
+                  {"RAY_SERVE_PROXY_USE_GRPC": "0", "MULTIGRAIN_SERVE_MAX_BATCH": "1"}),
+    "grpc": ("batched, proxy -> replica over Serve's gRPC transport (`RAY_SERVE_PROXY_USE_GRPC=1`, room for "
+             "answers over 4 MiB)", {"RAY_SERVE_PROXY_USE_GRPC": "1",
+                                     "RAY_SERVE_REPLICA_GRPC_MAX_MESSAGE_LENGTH": str(2**31 - 1)}),
+}
+
+
+def report(args, flags: list[str], results: list[dict]) -> str:
+    def row(r: dict, phase_name: str) -> str:
+        p = r[phase_name]
+        errors = sum(p["errors"].values())
+        detail = ", ".join(f"{k}: {v}" for k, v in sorted(p["errors"].items()))
+        cpu = p["cpu_ms_per_request"]
+        server = sum(v for k, v in cpu.items() if k != "clients")
+        what = "short texts only" if phase_name == "baseline" else f"+ 1 client of {args.long_chars:,}-character texts"
+        return (f"| {r['variant']} ({r['round']}) | {what} | {p['seconds']:.0f} s | {p['requests']} | "
+                f"{p['throughput']:.1f} | {p['p50_ms']:.0f} ms | {p['p90_ms']:.0f} ms | {p['p99_ms']:.0f} ms | "
+                f"{p['max_ms']:.0f} ms | {errors}{f' ({detail})' if detail else ''} | "
+                f"{server:.1f} ({cpu.get('proxy', 0):.1f} + {cpu.get('replica', 0):.1f}) | "
+                f"{p['load'][0]:.1f} -> {p['load'][1]:.1f} |")
 
     limits = Limits()
     lines = [
         "",
-        f"`python benchmarks/serve_load.py` ({time.strftime('%Y-%m-%d')}): the real `multigrain serve` process and its "
-        f"local Ray on {platform.machine()}, {os.cpu_count()} CPU cores shared with other work (load average "
-        f"{LOAD_AT_START:.1f} at the start), CPU only, {versions()}; clients are threads of the benchmark process "
-        f"on the same 2 cores, keep-alive connections to 127.0.0.1, one request at a time each.",
+        f"`python benchmarks/serve_load.py --rounds {args.rounds}` ({time.strftime('%Y-%m-%d')}): the real "
+        f"`multigrain serve` process and its local Ray on {platform.machine()}, {os.cpu_count()} CPU cores shared "
+        f"with other work (load average {LOAD_AT_START:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; per "
+        f"phase in the last column), CPU only, {versions()}; clients are threads of the benchmark process on the "
+        f"same cores, keep-alive connections to 127.0.0.1, one request at a time each.",
         "",
         f"Model: `{SPEC}` (char + bigram embeddings 50 + 50, BiLSTM 200, CRF; 1 epoch on 300 Resume NER "
         f"sentences: its cost is what matters). Server: `multigrain serve RUN_DIR {' '.join(flags)}` = 1 ingress "
         f"replica and 1 long-input replica (nice 10, one request at a time, {limits.long_input_queue} queued, then "
         f"429), 1 CPU each; limits: body {args.max_body_bytes} bytes, {args.max_text_chars} characters per text, "
         f"{limits.max_instances} instances, requests over {limits.long_input_chars:,} characters to the long-input "
-        f"replica; an ingress replica holds {limits.max_ongoing_requests} requests (its model predicts the ones "
-        f"waiting together, up to 64 texts a call), {limits.max_queued_requests} more wait at the proxy. Short "
-        f"requests: one Resume NER test sentence each (mean {args.short_mean:.0f} characters). The long client sends "
-        f"one {args.long_chars:,}-character text per request, back to back.",
+        f"replica; an ingress replica holds {limits.max_ongoing_requests} requests and predicts the ones waiting "
+        f"together (up to 64 texts a forward pass), {limits.max_queued_requests} more wait at the proxy. Short "
+        f"requests: one Resume NER test sentence each (mean {args.short_mean:.0f} characters); the long client "
+        f"sends one {args.long_chars:,}-character text per request, back to back.",
         "",
-        "| short-text clients (+ long client) | clients | time | short requests | per second | p50 | p90 | p99 | max | "
-        "errors |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
-    ]
-    if base:
-        lines.append(row("short texts only", base))
-    lines.append(row(f"short texts + 1 client of {args.long_chars // 1000}k-character texts", loaded))
-    lines += [
+        "Variants, each a server of its own in turn under the same clients: "
+        + "; ".join(f"`{name}`: {VARIANTS[name][0]}" for name in args.variants) + ".",
         "",
-        f"Long client during the loaded phase: {loaded['long_requests']} requests, {loaded['long_ok']} answered 200 "
-        f"(statuses {', '.join(loaded['long_statuses']) or '-'}), each in {loaded['long_latency_s']} s (the last one "
-        f"may have ended after the phase). A request counts as an error unless it is answered 200 with predictions; "
-        f"latencies are of the 200s, over every request that the phase sent.",
+        "| variant (round) | phase | time | short requests | per second | p50 | p90 | p99 | max | errors | "
+        "server CPU ms per request (proxy + replica) | load average |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|",
     ]
+    for r in results:
+        if r["baseline"]:
+            lines.append(row(r, "baseline"))
+        lines.append(row(r, "loaded"))
+    lines += ["", "Long client during the loaded phases: " + "; ".join(
+        f"{r['variant']} ({r['round']}) {r['loaded']['long_requests']} requests, {r['loaded']['long_ok']} answered "
+        f"200, in {r['loaded']['long_latency_s']} s" for r in results) + ". A request counts as an error unless it "
+        "is answered 200 with predictions; latencies are of the 200s, over every request that the phase sent; CPU "
+        "is per request sent (short and long), from /proc."]
     return "\n".join(lines) + "\n"
+
+
+def variant_list(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in VARIANTS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected names from {', '.join(VARIANTS)}, comma-separated")
+    return names
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run-dir", help="a trained run directory to serve (default: train the model above)")
-    parser.add_argument("--seconds", type=float, default=60.0, help="the loaded phase (default 60)")
+    parser.add_argument("--seconds", type=float, default=40.0, help="the loaded phase (default 40)")
     parser.add_argument("--baseline-seconds", type=float, default=20.0, help="short clients alone first; 0: skip")
     parser.add_argument("--clients", type=int, default=32)
-    parser.add_argument("--long-chars", type=int, default=100_000)
+    parser.add_argument("--long-chars", type=int, default=14_000)
     parser.add_argument("--max-text-chars", type=int, default=100_000,
                         help="the server's --max-text-chars: at least --long-chars, so the long texts are served")
     parser.add_argument("--max-body-bytes", type=int, default=1 << 20)
+    parser.add_argument("--variants", type=variant_list, default=list(VARIANTS),
+                        help=f"request paths to measure, in this order (default {','.join(VARIANTS)})")
+    parser.add_argument("--rounds", type=int, default=1, help="each variant this many times, alternating")
     parser.add_argument("--no-write", action="store_true", help="print, do not write RESULTS.md")
     args = parser.parse_args(argv)
 
@@ -249,17 +322,28 @@ def main(argv=None) -> int:
     joined = "".join(texts)
     long_text = (joined * (args.long_chars // len(joined) + 1))[:args.long_chars]
     flags = ["--max-text-chars", str(args.max_text_chars), "--max-body-bytes", str(args.max_body_bytes)]
-    server = Server(run_dir, flags, ROOT / "runs" / "bench" / "serve_load.log")
-    try:
-        shorts = [body_of(t) for t in texts]
-        warm_up(server, shorts[:20] + [body_of(long_text[:5000])])
-        base = phase(server, shorts, [], args.clients, args.baseline_seconds) if args.baseline_seconds else None
-        loaded = phase(server, shorts, [body_of(long_text)], args.clients, args.seconds)
-    finally:
-        server.stop()
-    text = report(args, flags, base, loaded)
+    shorts = [body_of(t) for t in texts]
+    results = []
+    for number in range(1, args.rounds + 1):
+        for name in args.variants:
+            log = ROOT / "runs" / "bench" / f"serve_load_{name}.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            server = Server(run_dir, flags, log, env=VARIANTS[name][1])
+            try:
+                warm_up(server, shorts[:20] + [body_of(long_text[:5000])])
+                base = (phase(server, shorts, [], args.clients, args.baseline_seconds)
+                        if args.baseline_seconds else None)
+                loaded = phase(server, shorts, [body_of(long_text)], args.clients, args.seconds)
+            finally:
+                server.stop()
+            results.append({"variant": name, "round": number, "baseline": base, "loaded": loaded})
+            print(f"{name} ({number}): " + ", ".join(
+                f"{key} p50 {r['p50_ms']:.0f} ms p99 {r['p99_ms']:.0f} ms {r['throughput']:.1f}/s "
+                f"errors {sum(r['errors'].values())} load {r['load']} cpu {r['cpu_ms_per_request']}"
+                for key, r in (("short only", base), ("with long", loaded)) if r), file=sys.stderr, flush=True)
+    text = report(args, flags, results)
     print(SECTION + "\n" + text)
-    print(json.dumps({"baseline": base, "loaded": loaded}, indent=1))
+    print(json.dumps(results, indent=1))
     if not args.no_write:
         write_section(SECTION, SECTION + "\n" + text)  # the heading, then a blank line
     return 0

@@ -3,8 +3,10 @@
 #   - behind MLflow's basic-auth app (--app-name basic-auth): every request needs the user and
 #     password of ~/.mlflow/credentials (synced from the laptop by file_mounts; the same file is
 #     what MLflow clients on every node read), and that user is the server's admin;
-#   - listening on the head's private address only (never 0.0.0.0): reach it from the laptop
-#     through an SSH tunnel (ray_cluster/README.md).
+#   - listening on the head's 127.0.0.1 only: basic auth sends the password with every request
+#     and the server speaks plain HTTP, so no request crosses a network unencrypted; the laptop
+#     and the other nodes reach it through SSH tunnels (mlflow_tunnel.sh, ray_cluster/README.md).
+#     MLFLOW_HOST=ADDRESS listens elsewhere (behind TLS of your own); never on every interface.
 # Users and passwords live in ~/mlflow/basic_auth.db; the admin is created from the credentials
 # on the first start only (change a password later with MLflow's update-password API).
 #   bash ray_cluster/start_mlflow.sh [PORT]        (default 5000; does nothing when it runs already)
@@ -38,11 +40,12 @@ if [ "${#password}" -lt 12 ]; then
   exit 1
 fi
 
-host="$(hostname -I | awk '{print $1}')"  # the private address (the VPC / LAN interface)
-if [ -z "$host" ] || [ "$host" = "0.0.0.0" ]; then
-  echo "start_mlflow.sh: no private address found (hostname -I)" >&2
-  exit 1
-fi
+host="${MLFLOW_HOST:-127.0.0.1}"
+case "$host" in
+  ''|0.0.0.0|::|'[::]'|'*')
+    echo "start_mlflow.sh: MLFLOW_HOST=$host would listen on every interface; give one address" >&2
+    exit 1 ;;
+esac
 
 mkdir -p "$state"
 chmod 700 "$state"
@@ -55,11 +58,15 @@ if [ ! -s "$state/secret_key" ]; then
   (umask 077 && python3 -c 'import secrets; print(secrets.token_hex(32))' > "$state/secret_key")
 fi
 cd "$state"  # basic_auth.db (mlflow_auth.ini: database_uri sqlite:///basic_auth.db) lands here
+# uvicorn's supervisor (MLFLOW_WORKERS, default 4 workers) kills a worker that does not answer its
+# health check in time and starts another: its default 5 s is less than a worker takes to import
+# MLflow on a busy head, and the workers were killed and restarted for ever; 60 s lets them start.
 MLFLOW_FLASK_SERVER_SECRET_KEY="$(cat "$state/secret_key")" \
 MLFLOW_AUTH_CONFIG_PATH="$here/mlflow_auth.ini" \
 MLFLOW_AUTH_ADMIN_USERNAME="$user" \
 MLFLOW_AUTH_ADMIN_PASSWORD="$password" \
   nohup mlflow server --app-name basic-auth --host "$host" --port "$port" \
+    --uvicorn-opts "--timeout-worker-healthcheck 60" \
     --backend-store-uri "sqlite:///$state/mlruns.db" --artifacts-destination "$state/artifacts" \
     > "$state/server.log" 2>&1 &
 echo $! > "$state/server.pid"

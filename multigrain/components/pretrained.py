@@ -2,7 +2,7 @@
 checkpoint (``embedder.``, ``encoder.``) copied into the component, all of them, shapes equal.
 
 The checkpoint is a run directory (its ``best.pt``) or a ``.pt`` file, loaded with
-``weights_only=True`` through ``multigrain.platform.training.load_checkpoint``. Anything that does
+``weights_only=True`` through ``multigrain.platform.checkpoints.load_checkpoint``. Anything that does
 not fit is one ConfigurationError naming the file and what is wrong (the construction machinery
 adds the spec path of the component, e.g. ``model.encoder``).
 """
@@ -23,14 +23,16 @@ def checkpoint_file(path: str) -> Path:
 def load_pretrained(module: torch.nn.Module, path: str, prefix: str) -> None:
     """Copy ``prefix + name`` of the checkpoint at ``path`` into every tensor ``name`` of
     ``module.state_dict()``; a missing tensor or a shape mismatch is a ConfigurationError."""
-    from multigrain.platform.training import load_checkpoint
+    from multigrain.platform.checkpoints import load_checkpoint
+    from multigrain.platform.weights import tensor_dict
 
     weights = checkpoint_file(path)
-    if not weights.is_file():
+    if not weights.exists():
         raise ConfigurationError(f"pretrained: {weights}: no such checkpoint (give a pre-training run directory "
                                  f"with best.pt, or a .pt file)")
-    state = load_checkpoint(weights, "cpu")
+    state = load_checkpoint(weights, "cpu")  # a regular file of tensors and plain values, else one clear error
     state = state.get("model", state) if "model" in state and isinstance(state["model"], dict) else state
+    tensor_dict(state, weights, where="pretrained: ")
     own = module.state_dict()
     missing = [name for name in own if prefix + name not in state]
     if len(missing) == len(own):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
 
-from multigrain.platform.data import json_objects
+from multigrain.platform.data import json_lines
 from multigrain.platform.specs import spec_hash
 from multigrain.platform.errors import ConfigurationError
 
@@ -107,13 +107,11 @@ def run_resources(run_dir: Path, training: Optional[list] = None):
 
 
 def load_weights(model, path: Path, device) -> None:
-    from multigrain.platform.training import load_checkpoint
+    """The state dict file ``path`` (``best.pt``) into ``model``: a file that is not one, or does not
+    fit the model, is one ConfigurationError naming it (``checkpoints.load_model_weights``)."""
+    from multigrain.platform.checkpoints import load_model_weights
 
-    state = load_checkpoint(path, device)
-    try:
-        model.load_state_dict(state)
-    except RuntimeError as e:
-        raise ConfigurationError(f"{path}: the weights do not fit the run's model ({str(e).splitlines()[0]})") from None
+    load_model_weights(model, path, device)
 
 
 @dataclass
@@ -173,15 +171,11 @@ def read_json_lines(path: str, model) -> list:
     if not Path(path).is_file():
         raise ConfigurationError(f"{path}: no such input file")
     out = []
-    with open(path, encoding="utf-8") as f:
+    for n, data in json_lines(path):  # utf-8(-sig), a bad byte or JSON line named by line
         try:
-            for n, data in json_objects(path, enumerate(f, 1)):
-                try:
-                    inst = model.text_to_instance(data)
-                except (KeyError, ValueError, TypeError) as e:
-                    raise DataError(path, n, f"cannot make an example: {e}") from None
-                inst.source = (path, n)
-                out.append(inst)
-        except UnicodeDecodeError as e:
-            raise DataError(path, None, f"not valid UTF-8 ({e.reason} at byte {e.start})") from None
+            inst = model.text_to_instance(data)
+        except (KeyError, ValueError, TypeError) as e:
+            raise DataError(path, n, f"cannot make an example: {e}") from None
+        inst.source = (path, n)
+        out.append(inst)
     return out

@@ -8,6 +8,8 @@ arguments it needs (the vocabulary, the model's parameters, an input size) exist
 
 ``validate(spec, schema)`` walks the same hints without building anything and returns every
 problem as a ``Problem`` (path, message, kind), e.g. ``model.encoder.num_heads: expected int, got "8x"``.
+Numbers are checked for what no hint says: a float must be finite, an int within +-(2**53 - 1), and
+a parameter's name implies bounds (``implied_bounds``: sizes and counts >= 1, rates >= 0...).
 
 Arguments the code passes (injected) never silently replace a spec value: a spec key whose value
 differs from what the code passes for it is an error naming both; an argument the code passes that
@@ -19,9 +21,10 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import sys
 import typing
-from typing import Annotated, Any, Generic, Literal, Optional, TypeVar, Union
+from typing import Annotated, Any, Generic, Literal, TypeVar, Union
 
 from multigrain.platform.errors import ConfigurationError, Problem, SpecError, did_you_mean
 from multigrain.platform.hints import PROBABILITY, Matches, Range, constructor_parameters, describe
@@ -34,7 +37,41 @@ T = TypeVar("T")
 #: given to ``Lazy.construct`` instead.
 INJECTED = {"vocab"}
 
+#: the largest integer a spec may hold: Jsonnet numbers are doubles, exact up to 2**53 - 1
+MAX_INT = 2**53 - 1
+#: the largest size, dimension or count (``*_dim``, ``*_size``, ``num_*``): a C int, as torch's sizes
+MAX_COUNT = 2**31 - 1
 
+
+def implied_bounds(name: str, hint: Any, default: Any) -> Any:
+    """``hint`` with the bounds its parameter's name implies, unless the hint states its own: a float
+    ``dropout``/``*_dropout`` is a probability in [0, 1); a float ``lr``/``*_lr``/``learning_rate``
+    is at least 0; an int ``*_dim``, ``*_size`` or ``num_*`` lies in [1, MAX_COUNT] ([0, ...] when
+    its default is 0, or from the lower bound its hint states: ``Annotated[int, Range(0)]`` where 0
+    means "none")."""
+    base, stated = _plain(hint)
+    if base is float and not stated and (name == "dropout" or name.endswith("_dropout")):
+        return Annotated[hint, PROBABILITY]
+    if base is float and not stated and (name in ("lr", "learning_rate") or name.endswith("_lr")):
+        return Annotated[hint, Range(0)]
+    if base is int and (name.endswith(("_dim", "_size")) or name.startswith("num_")):
+        low = stated[0].low if stated else 0 if default == 0 and not isinstance(default, bool) else 1
+        return Annotated[hint, Range(low, MAX_COUNT)]
+    return hint
+
+
+def _plain(hint: Any) -> tuple[Any, list[Range]]:
+    """(the type under Optional and Annotated, the Ranges its Annotated hints state)."""
+    stated: list[Range] = []
+    while True:
+        origin, args = typing.get_origin(hint), typing.get_args(hint)
+        if origin is Annotated:
+            stated += [m for m in args[1:] if isinstance(m, Range)]
+            hint = args[0]
+        elif origin is Union and len([a for a in args if a is not type(None)]) == 1:
+            hint = next(a for a in args if a is not type(None))
+        else:
+            return hint, stated
 
 
 class Lazy(Generic[T]):
@@ -128,7 +165,10 @@ def _convert(annotation: Any, value: Any, path: str, errors: list[Problem], extr
     args = typing.get_args(annotation)
     if origin is Annotated:
         before = len(errors)
-        converted = _convert(args[0], value, path, errors, extras, build)
+        huge = isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT
+        # a stated bound names the range of a huge integer better than the int check's +-MAX_INT
+        converted = value if huge and any(isinstance(b, Range) and b.problem(value) for b in args[1:]) \
+            else _convert(args[0], value, path, errors, extras, build)
         for bound in (m for m in args[1:] if isinstance(m, (Range, Matches))):
             problem = bound.problem(value) if len(errors) == before else None
             if problem:
@@ -194,12 +234,19 @@ def _convert(annotation: Any, value: Any, path: str, errors: list[Problem], extr
     if annotation is int:
         if isinstance(value, bool) or not isinstance(value, int):
             errors.append(_expected(path, "int", value))  # 2.0 too: it would change the spec hash
+        elif abs(value) > MAX_INT:
+            errors.append(Problem(path, f"{value} is out of range: a spec's integers lie within +-{MAX_INT} "
+                                        f"(2**53 - 1, the largest a Jsonnet number holds exactly)", "value"))
         return value
     if annotation is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             errors.append(_expected(path, "float", value))
             return value
-        return float(value)
+        number = float(value) if isinstance(value, float) or abs(value) <= MAX_INT else math.inf
+        if not math.isfinite(number):
+            errors.append(Problem(path, f"expected a finite number, got {_got(value)}", "value"))
+            return value
+        return number
     if annotation is str:
         if not isinstance(value, str):
             errors.append(_expected(path, "str", value))
@@ -318,9 +365,7 @@ def _construct_class(cls: type, value: Any, path: str, errors: list[Problem], ex
                                            f"(the code's value is the one a model can use)", "injected"))
             kwargs[name] = given[name]
         elif name in value:
-            hint = hints.get(name, p.annotation)
-            if (name == "dropout" or name.endswith("_dropout")) and hint in (float, Optional[float]):
-                hint = Annotated[hint, PROBABILITY]
+            hint = implied_bounds(name, hints.get(name, p.annotation), p.default)
             kwargs[name] = _convert(hint, value[name], sub, errors, extras.inherited(), build)
         elif p.default is inspect.Parameter.empty:
             if name in INJECTED:

@@ -13,6 +13,7 @@ from multigrain.platform.errors import ConfigurationError, Problem, SpecError
 from multigrain.platform.kinds import Model, Reader
 from multigrain.platform.test_sets import EvaluationSet, spec_problems
 from multigrain.platform.specs import encoder_name
+from multigrain.platform.store_names import segment_problem
 from multigrain.platform.training import TrainerConfig
 from multigrain.platform.vocab import VocabularyConfig, is_label_namespace
 
@@ -71,10 +72,36 @@ def validate_spec(spec: dict, source: Optional[str] = None, check_data_paths: bo
         if isinstance(value, str) and not Path(value).exists():
             problems.append(Problem(key, f"file not found: {value} (paths are relative to {Path.cwd()})", "file"))
     problems += spec_problems(spec, check_data_paths)
+    problems += name_problems(spec)
     if check_data_paths:  # a new spec; a run directory's spec is loaded as it was trained
         problems += inherited_split_problems(spec)
     if problems:
         raise SpecError(problems, source)
+
+
+def name_problems(spec: dict) -> list[Problem]:
+    """``task`` and ``dataset`` name the run's MLflow experiment ``<task>/<dataset>`` and its artifact
+    folder: each must be a safe name (``store_names.segment_problem``), found before any run
+    directory or MLflow run is written. A missing ``dataset`` is the training file's folder name."""
+    problems = []
+    task = spec.get("task")
+    if task is None or task == "":
+        problems.append(Problem("task", "missing: the task names the run's MLflow experiment <task>/<dataset> "
+                                        "(e.g. 'ner')", "missing"))
+    elif isinstance(task, str) and segment_problem(task):
+        problems.append(Problem("task", f"not a safe name: {segment_problem(task)}", "value"))
+    dataset = spec.get("dataset")
+    if isinstance(dataset, str) and dataset:
+        why = segment_problem(dataset)
+        if why:
+            problems.append(Problem("dataset", f"not a safe name: {why}", "value"))
+    elif (dataset is None or dataset == "") and isinstance(spec.get("train_data_path"), str):
+        derived = Path(spec["train_data_path"]).parent.name
+        why = segment_problem(derived)
+        if why:
+            problems.append(Problem("dataset", f"missing, and the folder of train_data_path ({derived!r}) is no "
+                                               f"usable name ({why}): set dataset", "missing"))
+    return problems
 
 
 def inherited_split_problems(spec: dict) -> list[Problem]:
@@ -99,13 +126,16 @@ def identity(spec: dict) -> dict:
     return {
         "task": spec.get("task") or "",
         "dataset": spec.get("dataset") or Path(str(spec.get("train_data_path", "data"))).parent.name,
-        "model": model.get("type", ""),
+        "model": model.get("type", "") if isinstance(model, dict) else "",
         "encoder": encoder_name(model) if isinstance(model, dict) else "",
     }
 
 
 def read_all(reader: Reader, path: Optional[str]) -> list:
-    return list(reader.read(path)) if path else []
+    """Every instance ``reader`` reads from ``path`` (none without a path), as a progress stage."""
+    from multigrain.platform.progress import progress
+
+    return list(progress(reader.read(path), desc=f"reading {path}", unit="instances")) if path else []
 
 
 def build_vocabulary(exp: Experiment, model_cls: type, train: list, others: list[list]):

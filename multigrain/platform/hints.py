@@ -30,10 +30,16 @@ class Range:
         return None
 
     def __str__(self) -> str:
+        low, high = _number(self.low), _number(self.high)
         if self.high is None:
-            return f">= {self.low:g}"
+            return f">= {low}"
         right = ")" if self.high_open else "]"
-        return f"a value in [{self.low:g}, {self.high:g}{right}" if self.low is not None else f"<= {self.high:g}"
+        return f"a value in [{low}, {high}{right}" if self.low is not None else f"<= {high}"
+
+
+def _number(value: float | None) -> str:
+    """A bound as written: integers in full (2147483647, not 2.14748e+09), other numbers short."""
+    return str(value) if isinstance(value, int) else f"{value:g}" if value is not None else ""
 
 
 PROBABILITY = Range(0.0, 1.0, high_open=True)

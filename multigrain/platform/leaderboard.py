@@ -17,6 +17,11 @@ from multigrain.platform.scores import mean_std
 #: the metrics a task's leaderboard shows (test split), the run's ``leaderboard_metric`` ranks
 HEADLINE = {"ner": ("f1",), "cls": ("accuracy",), "pair": ("accuracy",), "mrc": ("em", "f1"), "mt": ("bleu",)}
 COLUMNS = ("rank", "experiment", "name", "model", "encoder", "metric", "ours", "seeds", "paper", "spec hash", "date")
+#: metrics shown beside a ranking metric: a board ranked by cased BLEU (WMT) shows the lower-cased one too
+BESIDE = {"test_bleu_cased": ("test_bleu",)}
+#: the tag whose value a BLEU board shows in its ``signature`` column (the run's sacrebleu signature
+#: of the ranking BLEU: reference count, case, tokenizer, version)
+SIGNATURE_TAG = "sacrebleu_signature"
 
 
 def display_name(tags: dict) -> str:
@@ -63,7 +68,9 @@ def rows(recs: list[dict], metric: Optional[str] = None, group_seeds: bool = Tru
         tags = best["tags"]
         task = experiment.split("/", 1)[0]
         shown = [f"test_{m}" for m in HEADLINE.get(task, ())]
-        shown = shown if key in shown else [key]
+        beside = [k for k in BESIDE.get(key, ()) if any(k in r["metrics"] for r in runs)]
+        shown = shown if key in shown else [key, *beside]
+        signatures = dict.fromkeys(r["tags"][SIGNATURE_TAG] for r in runs if r["tags"].get(SIGNATURE_TAG))
         cells = [mean_std(k, [r["metrics"][k] for r in runs if k in r["metrics"]]) for k in shown
                  if any(k in r["metrics"] for r in runs)]
         paper = None if tags.get("config") else paper_number(experiment, tags.get("spec_name", ""))
@@ -74,7 +81,7 @@ def rows(recs: list[dict], metric: Optional[str] = None, group_seeds: bool = Tru
                     "spec_hash": tags.get("spec_hash", ""), "run_id": best["run_id"],
                     "run_ids": [r["run_id"] for r in runs],
                     "date": time.strftime("%Y-%m-%d %H:%M", time.localtime((best["start_time"] or 0) / 1000)),
-                    "git_commit": tags.get("git_commit", "")})
+                    "git_commit": tags.get("git_commit", ""), "signature": " ; ".join(signatures)})
     out.sort(key=lambda r: (r["experiment"], -r["value"], r["name"]))
     rank, last = 0, None
     for row in out:
@@ -94,27 +101,51 @@ def leaderboard(task: Optional[str], uri: Optional[str] = None, metric: Optional
     client = open_store(tracking_uri(uri), create=False)
     if client is None:
         return []
-    return rows(records(client, task, FINISHED_BOARD), metric, group_seeds)
+    recs = records(client, task, FINISHED_BOARD)
+    check_metric(metric, recs, task)
+    return rows(recs, metric, group_seeds)
 
 
-def _cells(row: dict) -> list[str]:
+def check_metric(metric: Optional[str], recs: list[dict], task: Optional[str]) -> None:
+    """A ranking ``metric`` that none of the records has is an error naming the metrics they have."""
+    from multigrain.platform.errors import ConfigurationError, did_you_mean
+
+    if not metric or not recs or any(metric in r["metrics"] for r in recs):
+        return
+    names = sorted({k for r in recs for k in r["metrics"]})
+    raise ConfigurationError(f"--metric {metric}: no finished leaderboard run of {task or 'the store'} has this "
+                             f"metric{did_you_mean(metric, names)}; their metrics: {', '.join(names)}")
+
+
+def columns(board: list[dict]) -> tuple[str, ...]:
+    """``COLUMNS``, and ``signature`` last when a row has one (a BLEU board)."""
+    return COLUMNS + (("signature",) if any(r.get("signature") for r in board) else ())
+
+
+def _cells(row: dict, signature: bool = False) -> list[str]:
     return [str(row["rank"]), row["experiment"], row["name"], row["model"], row["encoder"], row["metric"],
-            row["ours"], str(row["seeds"]), row["paper"] or "–", row["spec_hash"][:12], row["date"]]
+            row["ours"], str(row["seeds"]), row["paper"] or "–", row["spec_hash"][:12], row["date"],
+            *([row.get("signature") or "–"] if signature else [])]
 
 
 def markdown(board: list[dict]) -> str:
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(_cells(r)) + " |" for r in board]
+    cols = columns(board)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    # a signature's '|' would end the cell
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in _cells(r, len(cols) > len(COLUMNS))) + " |"
+              for r in board]
     return "\n".join(lines) + "\n"
 
 
 def as_csv(board: list[dict]) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow([*COLUMNS, "value", "std", "run id"])
+    cols = columns(board)
+    writer.writerow([*cols, "value", "std", "run id"])
     for r in board:
-        writer.writerow([*_cells(r)[:-2], r["spec_hash"], r["date"], r["value"], "" if r["std"] is None else r["std"],
-                         r["run_id"]])
+        signature = [r.get("signature", "")] if len(cols) > len(COLUMNS) else []
+        writer.writerow([*_cells(r)[:-2], r["spec_hash"], r["date"], *signature, r["value"],
+                         "" if r["std"] is None else r["std"], r["run_id"]])
     return buf.getvalue()
 
 
@@ -136,8 +167,9 @@ def render(title: str, board: list[dict], fmt: str = "table", console=None) -> N
         console.print(f"leaderboard {title}: no finished runs tagged leaderboard=true")
         return
     table = Table(title=f"leaderboard: {title}")
-    for col in COLUMNS:
+    cols = columns(board)
+    for col in cols:
         table.add_column(col, justify="right" if col in ("rank", "ours", "seeds") else "left")
     for r in board:
-        table.add_row(*_cells(r))
+        table.add_row(*_cells(r, len(cols) > len(COLUMNS)))
     console.print(table)

@@ -1,29 +1,39 @@
-"""Plugin modules that travel with a run.
+"""Plugin modules: imported only at the user's word, named (never imported) by a run.
 
-``--include-package M`` imports a local module that registers components (``include``). A run
-directory records the plugin modules its spec needs in ``plugins.json``: every module of an
-``--include-package`` package or a ``multigrain.plugins`` entry point that defines a component
-whose registered name the spec uses as a ``type``, with the sha256 of its source file and the
-package to import for it::
+``--include-package M`` imports a local module that registers components (``include``); so does
+an installed ``multigrain.plugins`` entry point (``registry.load_plugins``). Nothing else imports
+plugin code: a run directory is data. It NAMES the plugin modules its spec needs in
+``plugins.json``: every module of an ``--include-package`` package or a ``multigrain.plugins``
+entry point that defines a component whose registered name the spec uses as a ``type``, with the
+sha256 of its source file and the package to import for it::
 
     {"modules": [{"module": "my_readers", "package": "my_readers", "search_dir": "/home/me/work",
                   "file": "/home/me/work/my_readers.py", "sha256": "...",
                   "components": ["reader my_jsonl"]}]}
 
-Every process that opens the run (``runs.Run``: ``evaluate``, ``predict``, ``serve``, ``evaluate-all``,
-sweep trials, Ray workers, ``train --resume``) imports them first (``import_recorded``), without the
-flag: a module whose source changed since is a ``PluginChangedWarning`` naming it; one that can no
-longer be imported is a ConfigurationError naming the module and the run directory.
+Every process that opens the run (``runs.Run``: ``evaluate``, ``predict``, ``serve``,
+``evaluate-all``, sweep trials, ``train --resume``) checks it first (``check_recorded``), before a
+model is built or weights are loaded: a recorded module that is not imported in this process (by
+the user's ``--include-package`` or an installed entry point) is one ConfigurationError naming it,
+the run directory and its components and asking for ``--include-package``; a module whose source
+differs from the recorded sha256 is a ConfigurationError naming it too. For the user's own
+``--include-package`` of a top-level module the CLI compares the source before importing it
+(``check_sources_before_import``). ``search_dir`` and ``file`` are information only.
+
+Processes the platform starts for the user (sweep trials, Ray Train workers, Serve replicas,
+``evaluate-all`` actors) get the user's list, ``travelling()``: the names given to ``include`` in
+the driver and the folders its flag found them in; they import it (``include_travelled``) before
+they open a run. Never the list of a run directory.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
 import sys
-import warnings
 from pathlib import Path
-from typing import Optional
+from typing import Iterable, Optional
 
 from multigrain.platform.errors import ConfigurationError
 
@@ -32,9 +42,8 @@ PLUGINS_FILE = "plugins.json"
 #: package name given to ``include`` -> the folder it was imported from (None: from sys.path)
 INCLUDED: dict[str, Optional[str]] = {}
 
-
-class PluginChangedWarning(UserWarning):
-    """A plugin module's source differs from the one the run was trained with."""
+_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
+_SHA256 = re.compile(r"[0-9a-f]{64}\Z")
 
 
 def include(name: str, search_dir: Optional[str] = None) -> None:
@@ -55,6 +64,22 @@ def include(name: str, search_dir: Optional[str] = None) -> None:
         if folder in Path(origin).resolve().parents:
             local = str(folder)
     INCLUDED[name] = local
+
+
+def travelling(names: Iterable[str] = ()) -> list[list]:
+    """The user's plugin list for a process the platform starts: ``[name, folder]`` for every
+    package ``include``d here (folder None: found on ``sys.path``), and for each of ``names`` not
+    included here the working directory (where ``--include-package`` looks)."""
+    out = [[name, folder] for name, folder in INCLUDED.items()]
+    out += [[name, os.getcwd()] for name in dict.fromkeys(names) if name not in INCLUDED]
+    return out
+
+
+def include_travelled(entries: Iterable) -> None:
+    """In a process the platform started: import the user's list (``travelling``), each module
+    from the folder the driver found it in."""
+    for name, folder in entries or ():
+        include(name, folder)
 
 
 def source_hash(path: str) -> str:
@@ -128,52 +153,108 @@ def record(run_dir: Path, spec: dict) -> list[dict]:
     return modules
 
 
+def _shown(text) -> str:
+    """A recorded string as it may be printed: as it is when printable, else its repr."""
+    text = str(text)
+    return text if text.isprintable() else repr(text)
+
+
 def recorded(run_dir: Path) -> list[dict]:
-    """The modules ``plugins.json`` of ``run_dir`` lists (none when there is no such file)."""
+    """The modules ``plugins.json`` of ``run_dir`` names (none when there is no such file); the
+    file is only read, and an entry that is no plain module record is a ConfigurationError."""
     path = Path(run_dir) / PLUGINS_FILE
     if not path.is_file():
         return []
     try:
-        modules = json.loads(path.read_text(encoding="utf-8"))["modules"]
-        if not all(isinstance(m, dict) and isinstance(m.get("module"), str) and isinstance(m.get("package"), str)
-                   for m in modules):
-            raise ValueError("every entry needs a module and a package name")
+        from multigrain.platform.jsonio import loads
+
+        modules = loads(path.read_text(encoding="utf-8"))["modules"]  # deep nesting: an error, no RecursionError
+        if not isinstance(modules, list):
+            raise ValueError("'modules' is not a list")
+        for m in modules:
+            if not (isinstance(m, dict) and isinstance(m.get("module"), str) and isinstance(m.get("package"), str)):
+                raise ValueError("every entry needs a module and a package name")
+            if not (_DOTTED.match(m["module"]) and _DOTTED.match(m["package"])):
+                raise ValueError(f"{m['module']!r} (package {m['package']!r}) is no Python module name")
+            if m.get("sha256") is not None and not (isinstance(m["sha256"], str) and _SHA256.match(m["sha256"])):
+                raise ValueError(f"module {m['module']!r}: sha256 is not 64 hex digits")
+            components = m.get("components", [])
+            if not (isinstance(components, list) and all(isinstance(c, str) for c in components)):
+                raise ValueError(f"module {m['module']!r}: components is not a list of names")
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise ConfigurationError(f"{path}: damaged ({type(e).__name__}: {e})") from None
     return modules
 
 
-def import_recorded(run_dir: Path) -> list[str]:
-    """Import the plugin modules ``run_dir`` records; returns the packages imported now. A changed
-    source is a ``PluginChangedWarning``; a module that cannot be imported a ConfigurationError."""
+def _described(entry: dict) -> str:
+    parts = []
+    if entry.get("components"):
+        parts.append("providing " + ", ".join(_shown(c) for c in entry["components"]))
+    if entry.get("file"):
+        parts.append(f"{PLUGINS_FILE} records it as {_shown(entry['file'])}")
+    return f"{entry['module']!r}" + (f" ({'; '.join(parts)})" if parts else "")
+
+
+def check_recorded(run_dir: Path) -> None:
+    """Before a run is used: every plugin module ``run_dir`` records must already be imported in
+    this process (by ``--include-package`` or an installed entry point, which are loaded now if
+    they were not yet) with the source the run was trained with; nothing is imported for the
+    run directory. Else one ConfigurationError naming the modules, the run and what to do."""
     modules = recorded(run_dir)
-    imported = []
-    for entry in modules:
-        package, folder = entry["package"], entry.get("search_dir")
-        if package in sys.modules:
-            INCLUDED.setdefault(package, folder)
-        else:
-            where = folder if folder and Path(folder).is_dir() else os.getcwd()
-            try:
-                include(package, where)
-            except ConfigurationError as e:
-                cause = str(e).split(": ", 1)[-1]
-                raise ConfigurationError(
-                    f"{run_dir}: the run needs plugin module {package!r} ({PLUGINS_FILE}: it was "
-                    f"{entry.get('file') or 'not a file'}, providing {', '.join(entry.get('components', []))}), "
-                    f"which cannot be imported here: {cause}; put the module back (or on PYTHONPATH), "
-                    f"or pass --include-package with the module that now registers those components") from None
-            imported.append(package)
-        _check_source(entry)
-    return imported
-
-
-def _check_source(entry: dict) -> None:
-    module = sys.modules.get(entry["module"])
-    path = getattr(module, "__file__", None)
-    if module is None or not entry.get("sha256") or not path or not Path(path).is_file():
+    if not modules:
         return
+    if any(sys.modules.get(m["module"]) is None for m in modules):
+        from multigrain.platform.registry import load_plugins
+
+        load_plugins()  # installed entry points: imported by the first registry lookup anyway
+    missing = [m for m in modules if sys.modules.get(m["module"]) is None]
+    if missing:
+        packages = list(dict.fromkeys(m["package"] for m in missing))
+        flags = " ".join(f"--include-package {p}" for p in packages)
+        what = "plugin module" if len(missing) == 1 else "plugin modules"
+        raise ConfigurationError(
+            f"{run_dir}: the run needs {what} {', '.join(_described(m) for m in missing)}, not imported in this "
+            f"process; a run directory names its plugins but never imports them: if you trust the code, pass "
+            f"{flags}")
+    for entry in modules:
+        path = getattr(sys.modules[entry["module"]], "__file__", None)
+        if entry.get("sha256") and path and Path(path).is_file():
+            _same_source(run_dir, entry, path)
+
+
+def _same_source(run_dir: Path, entry: dict, path: str) -> None:
     now = source_hash(path)
     if now != entry["sha256"]:
-        warnings.warn(f"plugin module {entry['module']!r} ({path}) changed since the run was trained "
-                      f"(sha256 {entry['sha256'][:12]} then, {now[:12]} now)", PluginChangedWarning, stacklevel=3)
+        recorded_file = f" ({_shown(entry['file'])})" if entry.get("file") else ""
+        raise ConfigurationError(
+            f"{run_dir}: plugin module {entry['module']!r} ({path}) is not the source the run was trained with "
+            f"(sha256 {entry['sha256'][:12]} in {PLUGINS_FILE}, {now[:12]} now); put back the source it was "
+            f"trained with{recorded_file}, or train the run again")
+
+
+def check_sources_before_import(names: Iterable[str], run_dirs: Iterable, search_dir: Optional[str]) -> None:
+    """``--include-package`` of a top-level module for a command that opens ``run_dirs``: its
+    source file (found as ``include`` would find it, without importing it) must have the sha256
+    that each of those runs recorded for it, else a ConfigurationError before it is imported.
+    Packages' submodules and damaged or absent records are left to ``check_recorded``."""
+    import importlib.util
+    from importlib.machinery import PathFinder
+
+    origins = {}
+    for name in names:
+        if "." in name or name in sys.modules:
+            continue
+        try:
+            spec = (PathFinder.find_spec(name, [search_dir]) if search_dir else None) or importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is not None and spec.origin and Path(spec.origin).is_file():
+            origins[name] = spec.origin
+    for run_dir in run_dirs:
+        try:
+            modules = recorded(Path(run_dir))
+        except ConfigurationError:
+            continue
+        for entry in modules:
+            if entry["module"] in origins and entry.get("sha256"):
+                _same_source(Path(run_dir), entry, origins[entry["module"]])

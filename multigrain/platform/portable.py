@@ -9,13 +9,15 @@ adds the runs the store does not hold yet (by record id: importing twice changes
 from __future__ import annotations
 
 import json
-import math
 import os
 import tempfile
 from pathlib import Path
 from typing import Optional
 
 from multigrain.platform.errors import ConfigurationError
+from multigrain.platform.jsonio import JsonTextError, loads
+from multigrain.platform.store_names import (INT64_MAX, KEY_MAX, PARAM_VALUE_MAX, TAG_VALUE_MAX, experiment_problem,
+                                             key_problem, number_problem, shown, text_problem, whole_problem)
 
 FORMAT, VERSION = "multigrain-leaderboard", 1
 STATUSES = ("FINISHED", "FAILED", "KILLED")
@@ -39,22 +41,36 @@ def readable_mode() -> int:
 
 
 def write_board(path: str | Path, recs: list[dict]) -> None:
-    """Write the records to ``path`` through a temporary file beside it (never half-written)."""
+    """Write the records to ``path`` through a temporary file beside it (never half-written: a full
+    disk leaves neither a temporary file nor a partial ``path``, and is one ConfigurationError)."""
     path = Path(path)
     if not path.parent.is_dir():
         raise ConfigurationError(f"{path}: the folder {path.parent} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    text = dumps(board(recs))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    except OSError as e:
+        raise ConfigurationError(f"{path}: cannot be written ({e.strerror})") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(dumps(board(recs)))
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
         os.chmod(tmp, readable_mode())
         os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, OSError):
+            raise ConfigurationError(f"{path}: cannot be written ({e.strerror or e}); nothing was written") from None
         raise
 
 
 def _check_run(run, where: str) -> None:
+    """Raise one ConfigurationError (``where``: the file and row) for the first thing in ``run``
+    that the store would refuse, cut, or that could write outside it."""
     def fail(what: str):
         raise ConfigurationError(f"{where}: {what}")
 
@@ -63,52 +79,82 @@ def _check_run(run, where: str) -> None:
     for key in ("id", "experiment", "name"):
         if not isinstance(run.get(key), str) or (key != "name" and not run[key]):
             fail(f"{key}: expected a non-empty string" if key != "name" else "name: expected a string")
+    for key, limit in (("id", KEY_MAX), ("name", KEY_MAX)):
+        why = text_problem(run[key], limit)
+        if why:
+            fail(f"{key}: {why}")
+    why = experiment_problem(run["experiment"])
+    if why:
+        fail(f"experiment: {why}")
     if run.get("status") not in STATUSES:
-        fail(f"status: expected one of {', '.join(STATUSES)}, got {json.dumps(run.get('status'))}")
+        fail(f"status: expected one of {', '.join(STATUSES)}, got {shown(run.get('status'))}")
     for key in ("start_time", "end_time"):
         value = run.get(key)
-        if not (value is None and key == "end_time") and (isinstance(value, bool) or not isinstance(value, int)):
-            fail(f"{key}: expected milliseconds (a whole number), got {json.dumps(value)}")
-    for key in ("tags", "params"):
+        why = None if value is None and key == "end_time" else whole_problem(value)
+        if why:
+            fail(f"{key}: milliseconds since 1970: {why}")
+    for key, limit in (("tags", TAG_VALUE_MAX), ("params", PARAM_VALUE_MAX)):
         items = run.get(key, {})
-        if not isinstance(items, dict) or not all(isinstance(v, str) for v in items.values()):
+        if not isinstance(items, dict):
             fail(f"{key}: expected an object of strings")
-
-    def number(value) -> bool:
-        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
+        for name, value in items.items():
+            why = key_problem(name) or text_problem(value, limit)
+            if why:
+                fail(f"{key}.{name}: {why}" if isinstance(name, str) else f"{key}: {why}")
     metrics = run.get("metrics")
     if not isinstance(metrics, dict) or not metrics:
         fail("metrics: expected an object of numbers (a run with no metrics ranks nowhere)")
     for name, value in metrics.items():
-        if not number(value):
-            fail(f"metrics.{name}: expected a number, got {json.dumps(value)}")
+        why = key_problem(name) or number_problem(value)
+        if why:
+            fail(f"metrics.{name}: {why}" if isinstance(name, str) else f"metrics: {why}")
     history = run.get("history", {})
     if not isinstance(history, dict):
         fail("history: expected an object")
     for name, points in history.items():
-        if not isinstance(points, list) or not all(
-                isinstance(p, list) and len(p) == 2 and isinstance(p[0], int) and number(p[1]) for p in points):
+        why = key_problem(name)
+        if why:
+            fail(f"history: {why}")
+        if not isinstance(points, list):
             fail(f"history.{name}: expected [[epoch, value], ...]")
+        for i, point in enumerate(points):
+            if not isinstance(point, list) or len(point) != 2:
+                fail(f"history.{name}[{i}]: expected [epoch, value]")
+            why = whole_problem(point[0], -INT64_MAX - 1) or number_problem(point[1])
+            if why:
+                fail(f"history.{name}[{i}]: {why}")
+
+
+def _notshown(text: str, error: JsonTextError) -> str:
+    """Why ``text`` is no usable JSON, with the line and column of a syntax error."""
+    if str(error).startswith("bad JSON"):
+        try:  # parsed once more only to tell the line: its nesting is within MAX_DEPTH
+            json.loads(text)
+        except json.JSONDecodeError as e:
+            return f"not JSON ({e.msg} at line {e.lineno} column {e.colno})"
+        except RecursionError:
+            pass
+    return f"not usable JSON ({error})"
 
 
 def read_board(path: str | Path) -> list[dict]:
     """The runs of a portable leaderboard file, every one checked before any is used."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = loads(text)
     except FileNotFoundError:
         raise ConfigurationError(f"{path}: no such file") from None
     except UnicodeDecodeError as e:
         raise ConfigurationError(f"{path}: not UTF-8 ({e.reason} at byte {e.start})") from None
-    except json.JSONDecodeError as e:
-        raise ConfigurationError(f"{path}: not JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+    except JsonTextError as e:
+        raise ConfigurationError(f"{path}: {_notshown(text, e)}") from None
     except OSError as e:
         raise ConfigurationError(f"{path}: cannot be read ({e.strerror})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ConfigurationError(f"{path}: not a multigrain leaderboard file (no \"format\": \"{FORMAT}\")")
     if data.get("version") != VERSION:
-        raise ConfigurationError(f"{path}: version {json.dumps(data.get('version'))}; this multigrain reads "
+        raise ConfigurationError(f"{path}: version {shown(data.get('version'))}; this multigrain reads "
                                  f"version {VERSION}")
     runs = data.get("runs")
     if not isinstance(runs, list):
@@ -116,7 +162,7 @@ def read_board(path: str | Path) -> list[dict]:
     seen = set()
     for i, run in enumerate(runs):
         _check_run(run, f"{path}: runs[{i}]" + (f" (id {run['id']})" if isinstance(run, dict) and
-                                                 isinstance(run.get("id"), str) else ""))
+                                                 isinstance(run.get("id"), str) and len(run["id"]) <= 80 else ""))
         if run["id"] in seen:
             raise ConfigurationError(f"{path}: runs[{i}]: id {run['id']} appears twice")
         seen.add(run["id"])
@@ -124,48 +170,55 @@ def read_board(path: str | Path) -> list[dict]:
 
 
 def import_runs(client, runs: list[dict]) -> tuple[int, int]:
-    """Add the runs the store does not hold (by id); (imported, already there). A run whose
-    writing fails is deleted again (its id with it), so a later import adds it whole."""
-    from mlflow.entities import Metric, Param
-
+    """Add the runs the store does not hold (by id); (imported, already there). All or nothing:
+    when writing any run fails, every run this call created is deleted again (their ids with
+    them), so a later import adds them whole. ``runs``: ``read_board``'s, every one checked."""
     from multigrain.platform.records import known_ids
     from multigrain.platform.tracking import experiment_id
 
     known = known_ids(client)
-    added = 0
-    for run in runs:
-        if run["id"] in known:
-            continue
-        exp_id = experiment_id(client, run["experiment"])
-        tags = {**run.get("tags", {}), "mlflow.runName": run["name"], "portable_id": run["id"]}
-        created = client.create_run(exp_id, start_time=run["start_time"], tags=tags)
-        run_id = created.info.run_id
-        try:
-            when = run.get("end_time") or run["start_time"]
-            history = run.get("history", {})
-            metrics = [Metric(k, float(v), when, step) for k, points in history.items() for step, v in points]
-            metrics += [Metric(k, float(v), when, 0) for k, v in run["metrics"].items() if k not in history]
-            params = [Param(k, v) for k, v in sorted(run.get("params", {}).items())]
-            for i in range(0, max(len(metrics), len(params)), 100):
-                client.log_batch(run_id, metrics=metrics[i:i + 100], params=params[i:i + 100], synchronous=True)
-            if history:
-                _log_curves(client, run_id, history, run.get("tags", {}))
-            client.set_terminated(run_id, run["status"], end_time=run.get("end_time"))
-        except BaseException:
-            client.delete_run(run_id)
-            raise
-        known.add(run["id"])
-        added += 1
-    return added, len(runs) - added
+    todo = [run for run in runs if run["id"] not in known]
+    created: list[str] = []
+    try:
+        for run in todo:
+            exp_id = experiment_id(client, run["experiment"])
+            tags = {**run.get("tags", {}), "mlflow.runName": run["name"], "portable_id": run["id"]}
+            created.append(client.create_run(exp_id, start_time=run["start_time"], tags=tags).info.run_id)
+            _write_run(client, created[-1], run)
+    except BaseException:
+        for run_id in created:
+            try:
+                client.delete_run(run_id)
+            except Exception:  # the store failed: the original error is the one to see
+                pass
+        raise
+    return len(todo), len(runs) - len(todo)
+
+
+def _write_run(client, run_id: str, run: dict) -> None:
+    """The metrics, params, curves and end of an imported run."""
+    from mlflow.entities import Metric, Param
+
+    when = run.get("end_time") or run["start_time"]
+    history = run.get("history", {})
+    metrics = [Metric(k, float(v), when, step) for k, points in history.items() for step, v in points]
+    metrics += [Metric(k, float(v), when, 0) for k, v in run["metrics"].items() if k not in history]
+    params = [Param(k, v) for k, v in sorted(run.get("params", {}).items())]
+    for i in range(0, max(len(metrics), len(params)), 100):
+        client.log_batch(run_id, metrics=metrics[i:i + 100], params=params[i:i + 100], synchronous=True)
+    if history:
+        _log_curves(client, run_id, history, run.get("tags", {}))
+    client.set_terminated(run_id, run["status"], end_time=run.get("end_time"))
 
 
 def _log_curves(client, run_id: str, history: dict, tags: dict) -> None:
     """The imported run's learning curves, drawn as its own training drew them."""
     from multigrain.platform.artifacts import plot_curves
+    from multigrain.platform.store import log_artifact
 
     lb: Optional[str] = tags.get("leaderboard_metric")
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "learning_curves.json").write_text(json.dumps(history, indent=2), encoding="utf-8")
         plot_curves({"run": history}, Path(tmp) / "learning_curves.png", lb[len("test_"):] if lb else None)
         for name in ("learning_curves.json", "learning_curves.png"):
-            client.log_artifact(run_id, str(Path(tmp) / name))
+            log_artifact(client, run_id, str(Path(tmp) / name))

@@ -6,8 +6,11 @@ scripts, Ray trials and ``evaluate-all`` go through. It owns
 
 - the run's identity: the spec hash (plus the task/dataset/model/encoder names tracking uses);
 - its directory (``runs/<spec>-<hash8>`` by default), which is also the model archive, and the
-  plugin modules recorded there (``plugins``), imported before its spec is read;
-- the decision what to do with that directory: a fresh run, resuming from ``last.pt``
+  plugin modules recorded there (``plugins``): named, never imported; each must be imported here
+  by the user (``--include-package``) with its recorded source before the spec is read;
+- the decision what to do with that directory (``run_marker``: a run directory is marked, a
+  non-empty directory that is not one is refused, starting over removes only our files): a
+  fresh run, resuming from ``last.pt``
   (bit-identically), extending a finished run to more epochs when nothing else changed and the
   schedule does not depend on the epoch count, or reusing a finished result; one training at a
   time in it (``archive.training_lock``: a second process is refused with the first one's pid);
@@ -20,21 +23,20 @@ Nothing outside this module and ``training`` reads trainer keys from a spec dict
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 from multigrain.platform import archive as files
-from multigrain.platform import plugins
+from multigrain.platform import plugins, run_marker
 from multigrain.platform.config import build
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.experiment import (Experiment, batches_for, build_vocabulary, eval_batches, identity,
                                             read_all, validate_spec)
 from multigrain.platform.live_log import EpochCallback, LiveLog
 from multigrain.platform.specs import spec_hash
-from multigrain.platform.test_sets import evaluate_test_sets, read_test_sets, tracking_tags
+from multigrain.platform.test_sets import evaluate_test_sets, ranking_metric, read_test_sets, run_tags, tracking_tags
 from multigrain.platform.training import TrainerConfig
 
 if TYPE_CHECKING:
@@ -58,15 +60,17 @@ class Run:
 
     def __init__(self, spec: dict, run_dir: str | Path | None = None, source: Optional[str] = None,
                  check_data_paths: bool = True):
-        if run_dir is not None:  # the plugin modules a run there recorded (plugins.json)
-            plugins.import_recorded(Path(run_dir))
+        if run_dir is not None:  # the plugins a run there names must be imported by the user
+            plugins.check_recorded(Path(run_dir))
         validate_spec(spec, source, check_data_paths)
         self.spec = spec
         self.source = source
         self.spec_hash = spec_hash(spec)
         self.identity = identity(spec)
-        self.experiment: Experiment = build(Experiment, spec, validated=True)
         self.run_dir = Path(run_dir) if run_dir is not None else default_run_dir(source, self.spec_hash)
+        if run_dir is None:
+            plugins.check_recorded(self.run_dir)
+        self.experiment: Experiment = build(Experiment, spec, validated=True)
 
     @classmethod
     def open(cls, run_dir: str | Path) -> "Run":
@@ -106,7 +110,8 @@ class Run:
         return (self.run_dir / "last.pt").exists()
 
     def is_empty(self) -> bool:
-        return not (self.run_dir.exists() and any(self.run_dir.iterdir()))
+        """Absent, or holding nothing but the run-directory marker."""
+        return run_marker.is_empty(self.run_dir)
 
     def saved_spec_hash(self) -> Optional[str]:
         return spec_hash(files.read_spec(self.run_dir)) if (self.run_dir / "config.json").exists() else None
@@ -144,24 +149,20 @@ class Run:
                     best, best_epochs = run, epochs
         return best
 
-    #: what a training writes into its directory before its first epoch ends (``*.tmp``: half-written)
-    EARLY_FILES = {"config.json", "spec_hash", "vocabulary", "resources", "tracking.json", "best.pt",
-                   plugins.PLUGINS_FILE}
-
     def _plan(self, resume: bool) -> tuple[bool, bool]:
         """(resume from ``last.pt``, the resume extends a shorter run); refuses what must not be
         trained. ``--resume`` of a directory whose training ended before its first epoch (only our
-        own early files there) starts it over."""
+        own early files there, see ``run_marker``) starts it over, removing only those. (A
+        directory that is no run directory was refused before: ``run_marker.refuse_foreign``.)"""
         if not resume:
             if not self.is_empty():
                 raise ConfigurationError(f"{self.run_dir}: the run directory exists and is not empty; "
                                          f"pass --resume to continue it or choose another -s")
             return False, False
         if not self.has_checkpoint():
-            early = self.run_dir.is_dir() and all(p.name in self.EARLY_FILES or p.suffix == ".tmp"
-                                                  for p in self.run_dir.iterdir())
-            if early and self.saved_spec_hash() in (None, self.spec_hash):
-                shutil.rmtree(self.run_dir)
+            if (self.run_dir.is_dir() and run_marker.is_early(self.run_dir)
+                    and self.saved_spec_hash() in (None, self.spec_hash)):
+                run_marker.clear(self.run_dir)
                 return False, False
             raise ConfigurationError(f"{self.run_dir}: nothing to resume (no last.pt)")
         saved = files.read_spec(self.run_dir)
@@ -193,6 +194,7 @@ class Run:
                       epoch_lines: bool, cluster: Optional["RayTrainCluster"]) -> dict:
         from multigrain.platform.tracking import git_commit
 
+        run_marker.refuse_foreign(self.run_dir, resume)  # before anything is read or written there
         done = self._own_finished_result() if resume else None
         if done is not None:  # killed after its last write, or resumed twice: only tracking may be left
             if logger is not None:
@@ -230,8 +232,11 @@ class Run:
             vocab = files.read_vocabulary(run_dir)
         else:
             vocab = build_vocabulary(exp, exp.model_class(), train, [dev, test, *test_sets.values()])
-        model = exp.model.construct(vocab=vocab, offered={"resources": files.run_resources(
-            run_dir, None if resume else train)})
+        from multigrain.platform.memory import check_training_memory  # sizes beyond the machine: refused unallocated
+
+        check_training_memory(exp.model, vocab, run_dir, exp.trainer.cuda_device, source=self.source)
+        model = exp.model.construct(vocab=vocab, offered={"resources": files.run_resources(run_dir) if resume
+                                                          else run_marker.fresh_resources(run_dir, train)})
         reported = set(model.get_metrics(reset=True)) | {"loss"}
         if dev and exp.trainer.metric_name not in reported:
             raise ConfigurationError(f"trainer.validation_metric: the model reports no metric "
@@ -247,7 +252,7 @@ class Run:
         if why_not:
             raise ConfigurationError(why_not)
 
-        run_dir.mkdir(parents=True, exist_ok=True)
+        run_marker.mark(run_dir)  # makes it, the marker first (unless fitting a resource marked it)
         if not resume:
             files.write_run_files(run_dir, self.spec, vocab)
         elif extended:  # the run is now the longer spec's; its vocabulary stays
@@ -256,7 +261,7 @@ class Run:
             plugins.record(run_dir, self.spec)
         validation = eval_batches(model, dev, exp.data_loader) if dev else None
         if replicas:
-            summary, finished, seconds_before = replicas.train(resume, stop_after_epoch, live)
+            summary, finished, seconds_before = replicas.train(resume, stop_after_epoch, live, epoch_lines)
         else:
             def on_epoch(epoch: int, record: dict) -> None:
                 if epoch_lines:
@@ -275,21 +280,25 @@ class Run:
         if finished:
             model.to(device)
             files.load_weights(model, run_dir / "best.pt", device)
+            scoped = {}  # the model's tags after each evaluation (a translator's signature names its references)
             if dev:
                 result["validation"] = evaluate(model, validation, device, "dev (best)")
+                scoped["validation"] = tracking_tags(model)
             if test:
                 result["test"] = evaluate(model, eval_batches(model, test, exp.data_loader), device, "test (best)")
+                scoped["test"] = tracking_tags(model)
+                result["leaderboard_metric"] = ranking_metric(model)  # e.g. cased BLEU for cased references
             report = getattr(model, "report", None)
             if callable(report) and test:
                 result["test_report"] = report()
             confusion = getattr(model, "confusion", None)  # gold x predicted counts (classifiers)
             if callable(confusion) and test:
                 result["test_confusion"] = confusion()
-            tags = tracking_tags(model)  # of the last evaluation, e.g. a translator's sacrebleu signature
-            if tags:
-                result["tracking_tags"] = tags
             result.update(evaluate_test_sets(exp, model, device, test_sets,
                                              lambda data: eval_batches(model, data, exp.data_loader)))
+            tags = run_tags(scoped, result.get("test_sets"), self.identity.get("dataset"))
+            if tags:
+                result["tracking_tags"] = tags
             if test:  # a sample of test predictions, shown in the MLflow UI
                 result["test_samples"] = sample_predictions(files.Archive(
                     run_dir, self.spec, model, vocab, exp.test_dataset_reader, device, exp.data_loader), test)
@@ -332,12 +341,7 @@ class Run:
         if earlier is None:
             return
         print(f"{self.run_dir}: continuing {earlier} (the same spec with fewer epochs)", flush=True)
-        tmp = self.run_dir.with_name(self.run_dir.name + ".copying")
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.copytree(earlier, tmp, ignore=shutil.ignore_patterns("metrics.json"))
-        if self.run_dir.exists():
-            self.run_dir.rmdir()
-        tmp.rename(self.run_dir)
+        run_marker.copy_run(earlier, self.run_dir)
 
     # the archive -------------------------------------------------------------
     def load_archive(self, weights: str = "best.pt", device: Optional[str] = None,

@@ -54,32 +54,44 @@ def _confined_imports(roots: list[Path]):
     return read
 
 
-def evaluate_jsonnet(path: str | Path, ext_vars: dict[str, str] | None = None,
-                     jsonnet_paths: Sequence[str | Path] = ()) -> dict:
-    """Evaluate a Jsonnet (or JSON) file with only the given ext vars visible and imports read only
-    from ``import_roots``."""
-    import _jsonnet
+#: seconds a spec's Jsonnet may take to evaluate (``--jsonnet-timeout``): specs take milliseconds
+JSONNET_TIMEOUT = 30.0
 
+
+def evaluate_jsonnet(path: str | Path, ext_vars: dict[str, str] | None = None,
+                     jsonnet_paths: Sequence[str | Path] = (), timeout: float | None = JSONNET_TIMEOUT) -> dict:
+    """Evaluate a Jsonnet (or JSON) file with only the given ext vars visible, imports read only
+    from ``import_roots``, and at most ``timeout`` seconds (``None``: no limit): the evaluation runs
+    in a child process (``jsonnet_child``), killed when the time is up."""
     path = Path(path)
     if not path.is_file():
         raise ConfigurationError(f"{path}: spec file not found")
-    try:
-        text = _jsonnet.evaluate_file(str(path), ext_vars=dict(ext_vars or {}),
-                                      import_callback=_confined_imports(import_roots(path, jsonnet_paths)))
-    except UnicodeDecodeError as e:
-        raise SpecError([Problem("", f"not valid UTF-8 ({e.reason} at byte {e.start} of the output or an "
-                                     f"imported file)", "jsonnet")], str(path)) from None
-    except RuntimeError as e:
-        msg = str(e).strip()
+    from multigrain.platform import jsonnet_child
+
+    roots = import_roots(path, jsonnet_paths)
+    outcome = jsonnet_child.evaluate(str(path), dict(ext_vars or {}), _confined_imports(roots), timeout)
+    kind, detail = outcome[0], outcome[1:]
+    if kind == "timeout":
+        raise SpecError([Problem("", f"the Jsonnet evaluation took longer than {timeout:g} s and was stopped (an "
+                                     f"endless recursion or a huge computation?); if the spec is right, allow "
+                                     f"more with --jsonnet-timeout SECONDS", "jsonnet")], str(path))
+    if kind == "died":
+        raise SpecError([Problem("", f"the Jsonnet evaluation died ({detail[0]}) before it ended (out of memory "
+                                     f"or stack?)", "jsonnet")], str(path))
+    if kind == "unicode":
+        raise SpecError([Problem("", f"not valid UTF-8 ({detail[0]} at byte {detail[1]} of the output or an "
+                                     f"imported file)", "jsonnet")], str(path))
+    if kind == "error":
+        msg = detail[0].strip()
         if "undefined external variable" in msg:
             name = msg.split("undefined external variable:")[-1].split("\n")[0].strip()
             raise SpecError(
                 [Problem("", f"missing ext var {name!r}: pass it with --ext-var {name}=VALUE ({_first_line(msg)})",
                          "jsonnet")],
                 str(path),
-            ) from None
-        raise SpecError([Problem("", f"Jsonnet error: {msg}", "jsonnet")], str(path)) from None
-    spec = json.loads(text)
+            )
+        raise SpecError([Problem("", f"Jsonnet error: {msg}", "jsonnet")], str(path))
+    spec = json.loads(detail[0])
     if not isinstance(spec, dict):
         raise SpecError([Problem("", f"the spec must evaluate to an object, got {type(spec).__name__}", "type")],
                         str(path))
@@ -149,9 +161,10 @@ def apply_overrides(spec: dict, overrides: list[str]) -> dict:
 
 
 def load_spec(path: str | Path, overrides: Sequence[str] = (), ext_vars: dict[str, str] | None = None,
-              jsonnet_paths: Sequence[str | Path] = ()) -> dict:
-    """The resolved spec: Jsonnet evaluated (see ``evaluate_jsonnet``), then ``-o`` overrides."""
-    spec = evaluate_jsonnet(path, ext_vars, jsonnet_paths)
+              jsonnet_paths: Sequence[str | Path] = (), jsonnet_timeout: float | None = JSONNET_TIMEOUT) -> dict:
+    """The resolved spec: Jsonnet evaluated (see ``evaluate_jsonnet``; at most ``jsonnet_timeout``
+    seconds), then ``-o`` overrides."""
+    spec = evaluate_jsonnet(path, ext_vars, jsonnet_paths, jsonnet_timeout)
     return apply_overrides(spec, list(overrides)) if overrides else spec
 
 

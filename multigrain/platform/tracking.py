@@ -15,11 +15,14 @@ import os
 import subprocess
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Optional
 
 from multigrain.platform.artifacts import description, write_run_artifacts
 from multigrain.platform.papers import paper_number
+from multigrain.platform.store import (EXPERIMENT_TAGS, artifact_root, experiment_id, log_artifact,  # noqa: F401
+                                       open_store, sqlite_path)
 
 DEFAULT_DB = "mlruns.db"
 
@@ -81,80 +84,14 @@ def seed_group(spec: dict) -> str:
     return spec_hash({k: v for k, v in spec.items() if k != "seed"})
 
 
-def sqlite_path(uri: str) -> Optional[Path]:
-    """The database file of a ``sqlite:///`` URI (None for other stores)."""
-    return Path(uri[len("sqlite:///"):]) if uri.startswith("sqlite:///") else None
-
-
-def open_store(uri: str, create: bool = True):
-    """A client of the store at ``uri``. A SQLite store is created (tables and migrations) once,
-    under a file lock beside it, before any writer uses it: trainings started together on a fresh
-    store do not race to create it. Its folder must exist; with ``create`` false (read-only
-    commands) a missing store is None and nothing is created."""
-    import fcntl
-
-    import mlflow
-    from mlflow.tracking import MlflowClient
-
-    from multigrain.platform.errors import ConfigurationError
-
-    db = sqlite_path(uri)
-    if db is not None:
-        if not db.parent.is_dir():
-            raise ConfigurationError(f"tracking URI {uri}: the folder {db.parent} does not exist")
-        if not db.exists() and not create:
-            return None
-    mlflow.set_tracking_uri(uri)
-    if db is None:
-        return MlflowClient(tracking_uri=uri)
-    with open(db.with_name(db.name + ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if not db.exists():  # built aside and renamed: a kill during the migrations leaves no half store
-            fresh = db.with_name(db.name + ".creating")
-            fresh.unlink(missing_ok=True)
-            MlflowClient(tracking_uri=f"sqlite:///{fresh}").search_experiments(max_results=1)
-            _dispose_engine(f"sqlite:///{fresh}")
-            os.replace(fresh, db)
-        client = MlflowClient(tracking_uri=uri)
-        client.search_experiments(max_results=1)  # migrates an older store now, inside the lock
-    return client
-
-
-def _dispose_engine(uri: str) -> None:
-    """Close the connections MLflow keeps to the store at ``uri`` (before its file is renamed)."""
-    try:
-        from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
-
-        engine = SqlAlchemyStore._engine_map.pop(uri, None)
-    except (ImportError, AttributeError):
-        return
-    if engine is not None:
-        engine.dispose()
-
-
-#: experiment tags: the MLflow UI opens these experiments on their runs (model training), not on traces
-EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
-
-
-def experiment_id(client, name: str) -> str:
-    """The experiment ``name``, created when missing. A SQLite store's artifacts go beside it
-    (``<its folder>/mlruns/<name>``), wherever the process runs."""
-    exp = client.get_experiment_by_name(name)
-    if exp is not None:
-        return exp.experiment_id
-    db = sqlite_path(client.tracking_uri)
-    where = str(db.parent.resolve() / "mlruns" / name) if db is not None else None
-    try:
-        return client.create_experiment(name, artifact_location=where, tags=EXPERIMENT_TAGS)
-    except Exception:  # created concurrently
-        return client.get_experiment_by_name(name).experiment_id
-
-
 class RunLogger:
     """Logs one training run: ``start`` -> ``log_epoch``* -> ``finish`` (or ``fail``)."""
 
     def __init__(self, uri: Optional[str] = None):
+        from multigrain.platform.store_checks import check_store
+
         self.uri = tracking_uri(uri)
+        check_store(self.uri)  # a wrong URI fails now, not after the first epoch
         self.client = None
         self.run_id: Optional[str] = None
 
@@ -176,9 +113,22 @@ class RunLogger:
         run = self.client.create_run(exp_id, tags=tags)
         self.run_id = run.info.run_id
         params = [Param(k[:250], v) for k, v in sorted(flatten(spec).items())]
-        for i in range(0, len(params), 100):
-            self.client.log_batch(self.run_id, params=params[i:i + 100], synchronous=True)
+        with self.failing_on_error():
+            for i in range(0, len(params), 100):
+                self.client.log_batch(self.run_id, params=params[i:i + 100], synchronous=True)
         return self.run_id
+
+    @contextmanager
+    def failing_on_error(self):
+        """An error inside ends the started run FAILED (never left RUNNING), then propagates."""
+        try:
+            yield
+        except BaseException:
+            try:
+                self.end("FAILED")
+            except Exception:  # the store itself failed: the original error is the one to see
+                pass
+            raise
 
     def continue_run(self, run_id: str) -> bool:
         """Log into an earlier MLflow run of this run directory (a resumed training) instead of
@@ -237,10 +187,10 @@ class RunLogger:
         run_dir = Path(run_dir)
         for name in ("config.json", "metrics.json"):
             if (run_dir / name).exists():
-                self.client.log_artifact(self.run_id, str(run_dir / name))
+                log_artifact(self.client, self.run_id, str(run_dir / name))
         with tempfile.TemporaryDirectory() as tmp:
             for path in write_run_artifacts(result, Path(tmp)):
-                self.client.log_artifact(self.run_id, str(path))
+                log_artifact(self.client, self.run_id, str(path))
         run = self.client.get_run(self.run_id)
         tags = run.data.tags
         note = description(tags, run.data.metrics, paper_number(experiment_name(tags), tags.get("spec_name", "")))
@@ -284,10 +234,11 @@ def replay(result: dict, spec: dict, uri: Optional[str] = None) -> str:
     run_id = logger.start(spec, ident, result["spec_hash"], result["run_dir"],
                           commit=trained_at if trained_at and trained_at != "unknown" else None,
                           source=result.get("source"))
-    for record in result.get("history", []):
-        logger.log_epoch(record["epoch"], record)
-    record_test_sets(spec, result, uri)  # before FINISHED: see platform/test_sets.py
-    logger.finish(result, result["run_dir"])
+    with logger.failing_on_error():
+        for record in result.get("history", []):
+            logger.log_epoch(record["epoch"], record)
+        record_test_sets(spec, result, uri)  # before FINISHED: see platform/test_sets.py
+        logger.finish(result, result["run_dir"])
     return run_id
 
 
@@ -309,11 +260,12 @@ def record_test_set_row(spec: dict, ident: dict, digest: str, run_dir: str, name
                 return existing.info.run_id
     logger = RunLogger(uri)
     run_id = logger.start(spec, row_ident, digest, str(run_dir), leaderboard=True, commit=commit, source=source)
-    title = logger.client.get_run(run_id).data.tags.get("mlflow.runName", "")
-    extra = {**tags, "test_set": name, "evaluated_on": name, "test_set_path": str(path),
-             "mlflow.runName": f"{title} on {name}"}
-    logger.client.log_batch(run_id, tags=[RunTag(k, v) for k, v in extra.items()], synchronous=True)
-    logger.finish({"test": metrics, "leaderboard_metric": leaderboard_metric}, str(run_dir))
+    with logger.failing_on_error():
+        title = logger.client.get_run(run_id).data.tags.get("mlflow.runName", "")
+        extra = {**tags, "test_set": name, "evaluated_on": name, "test_set_path": str(path),
+                 "mlflow.runName": f"{title} on {name}"}
+        logger.client.log_batch(run_id, tags=[RunTag(k, v) for k, v in extra.items()], synchronous=True)
+        logger.finish({"test": metrics, "leaderboard_metric": leaderboard_metric}, str(run_dir))
     return run_id
 
 
@@ -324,7 +276,7 @@ def record_test_sets(spec: dict, result: dict, uri: Optional[str] = None, source
     commit = result.get("git_commit")
     commit = commit if commit and commit != "unknown" else None
     return [record_test_set_row(spec, ident, result["spec_hash"], result["run_dir"], name, entry["data"],
-                                entry["metrics"], result.get("leaderboard_metric"),
+                                entry["metrics"], entry.get("leaderboard_metric") or result.get("leaderboard_metric"),
                                 entry.get("tracking_tags", result.get("tracking_tags") or {}), uri, commit,
                                 source or result.get("source"))
             for name, entry in (result.get("test_sets") or {}).items()]

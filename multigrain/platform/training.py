@@ -1,5 +1,5 @@
 """The training loop: schedules, clipping, validation with patience, weight averaging,
-checkpoints, resume.
+checkpoints, resume (reading and checking checkpoints: ``checkpoints``).
 
 ``last.pt`` holds everything needed to continue bit-identically: model, optimizer and
 scheduler state, the averaged weights, the epoch, the early-stopping state, and the torch /
@@ -9,7 +9,6 @@ needed beyond that.
 from __future__ import annotations
 
 import json
-import os
 import random
 import time
 from contextlib import nullcontext
@@ -19,14 +18,17 @@ from typing import Annotated, Callable, Literal, Optional
 import numpy as np
 import torch
 
+from multigrain.platform import checkpoints
 from multigrain.platform.averaging import MovingAverage
 from multigrain.platform.batching import BatchIterator
+from multigrain.platform.checkpoints import atomic_save, load_checkpoint, rng_state, set_rng_state  # noqa: F401
 from multigrain.platform.config import Lazy
 from multigrain.platform.data_parallel import Replica
 from multigrain.platform.hints import Matches, Range
 from multigrain.platform.kinds import Model, Optimizer, Scheduler
 from multigrain.platform.precision import Precision
 from multigrain.platform.progress import progress
+from multigrain.platform.weights import write_atomically
 
 
 class TrainerConfig:
@@ -93,49 +95,6 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def rng_state() -> dict:
-    """Every RNG's state as tensors and plain Python values (a checkpoint loads with
-    ``weights_only=True``: nothing in it can name code to run)."""
-    kind, keys, pos, has_gauss, cached = np.random.get_state()
-    state = {"torch": torch.get_rng_state(), "python": random.getstate(),
-             "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss), float(cached)]}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def set_rng_state(state: dict) -> None:
-    torch.set_rng_state(state["torch"])
-    version, internal, gauss = state["python"]
-    random.setstate((version, tuple(internal), gauss))
-    kind, keys, pos, has_gauss, cached = state["numpy"]
-    keys = keys.numpy() if isinstance(keys, torch.Tensor) else np.asarray(keys)
-    np.random.set_state((kind, keys.astype(np.uint32), pos, has_gauss, cached))
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def load_checkpoint(path: Path, device) -> dict:
-    """A checkpoint of ours, loaded with ``weights_only=True`` (tensors and plain values only, so a
-    crafted file cannot run code); anything else is one ConfigurationError naming the file.
-    Checkpoints written before the RNG states were stored as tensors hold NumPy's state as an
-    array: exactly the NumPy types that needs are allowed, nothing else."""
-    from multigrain.platform.errors import ConfigurationError
-
-    allowed = [np.ndarray, np.dtype, np.dtypes.UInt32DType, np._core.multiarray._reconstruct]
-    try:
-        with torch.serialization.safe_globals(allowed):
-            state = torch.load(path, map_location=device, weights_only=True)
-    except FileNotFoundError:
-        raise ConfigurationError(f"{path}: no such checkpoint") from None
-    except Exception as e:  # unpickling refused, truncated or not a torch file at all
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ConfigurationError(f"{path}: not a multigrain checkpoint, or damaged ({first[:300]})") from None
-    if not isinstance(state, dict):
-        raise ConfigurationError(f"{path}: not a multigrain checkpoint (holds a {type(state).__name__})")
-    return state
-
-
 def pick_device(cuda_device: Optional[int]) -> torch.device:
     if cuda_device is not None and cuda_device < 0:
         return torch.device("cpu")
@@ -163,12 +122,6 @@ def move_to(batch, device):
     if hasattr(batch, "to") and callable(batch.to):
         return batch.to(device)
     return batch
-
-
-def atomic_save(obj, path: Path) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
 
 
 def evaluate(model: Model, batches: BatchIterator, device: torch.device, desc: str = "evaluate") -> dict[str, float]:
@@ -259,27 +212,9 @@ class Trainer:
         }
 
     def restore(self, path: Path) -> None:
-        from multigrain.platform.errors import ConfigurationError
-
-        state = load_checkpoint(path, self.device)
-        missing = [k for k in ("model", "optimizer", "epoch", "history", "rng") if k not in state]
-        if missing:
-            raise ConfigurationError(f"{path}: not a training checkpoint (no {', '.join(missing)})")
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        if self.scheduler and state["scheduler"]:
-            self.scheduler.load_state_dict(state["scheduler"])
-        if self.average:
-            self.average.load_state_dict(state["moving_average"])
-        self.epoch, self.best, self.best_epoch = state["epoch"], state["best"], state["best_epoch"]
-        self.bad_epochs, self.history = state["bad_epochs"], state["history"]
-        self.seconds_before = state.get("seconds", 0.0)
-        self.precision.load_state_dict(state.get("grad_scaler"))
-        per_replica = state.get("replica_rng")
-        if self.replica and per_replica and len(per_replica) == self.replica.world_size:
-            set_rng_state(per_replica[self.replica.rank])
-        else:
-            set_rng_state(state["rng"])
+        """Continue from the checkpoint ``path`` (``last.pt``), checked before anything is applied
+        (``checkpoints.restore``)."""
+        checkpoints.restore(self, path)
 
     # loop -----------------------------------------------------------------
     def train(self, stop_after_epoch: Optional[int] = None) -> dict:
@@ -370,9 +305,8 @@ class Trainer:
 
 
 def write_json(path: Path, data) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=float), encoding="utf-8")
-    os.replace(tmp, path)
+    text = json.dumps(data, indent=2, ensure_ascii=False, default=float).encode("utf-8")
+    write_atomically(path, lambda f: f.write(text))
 
 
 def with_workers(spec: dict, workers: int) -> tuple[dict, Optional[str]]:

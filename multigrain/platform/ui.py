@@ -1,7 +1,8 @@
-"""The MLflow UI over the project's store: ``mlflow server`` started as this process's child in
-a process group of its own, bound to 127.0.0.1 unless told otherwise, with one worker and no
-background job runner. Ctrl-C or SIGTERM stops that group (and only it). The store is read,
-never created: a missing one is an error."""
+"""The MLflow UI over the project's store: ``mlflow server`` started in a process group of its
+own, bound to 127.0.0.1 unless told otherwise, with one worker and no background job runner.
+Ctrl-C or SIGTERM stops that group (and only it). The group is led by a supervisor
+(``process_group``) that ends it when this process dies, even by SIGKILL: no ``mlflow server``
+or uvicorn is left behind. The store is read, never created: a missing one is an error."""
 from __future__ import annotations
 
 import os
@@ -48,15 +49,21 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def serve(uri: str, host: str = "127.0.0.1", port: int = 5000) -> int:
+    from multigrain.platform.store_checks import check_store, is_new_sqlite
+
+    check_store(uri)  # a file that is no SQLite database is refused, never handed to the server to overwrite
     db = sqlite_path(uri)
-    if db is not None and not db.is_file():
+    if db is not None and (not db.is_file() or is_new_sqlite(db)):
         raise ConfigurationError(f"no MLflow store at {uri}: train a run (multigrain train) or import a leaderboard "
                                  f"file (multigrain leaderboard --import FILE) first")
     if _listening(host, port):
         raise ConfigurationError(f"{host}:{port} is already in use; choose another --port")
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-    proc = subprocess.Popen(server_command(uri, host, port), env=env, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=None)
+    package_root = str(Path(__file__).resolve().parents[2])  # the supervisor imports this multigrain
+    env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
+    supervised = [sys.executable, "-m", "multigrain.platform.process_group", str(os.getpid()), "--",
+                  *server_command(uri, host, port)]
+    proc = subprocess.Popen(supervised, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=None)
 
     def terminate(signum, frame):
         raise KeyboardInterrupt

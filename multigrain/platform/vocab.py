@@ -96,9 +96,41 @@ class Vocabulary:
 
     # persistence ----------------------------------------------------------
     def save(self, directory: str | Path) -> None:
+        """``directory/vocabulary.json``, written in full or not at all: the text is encoded before
+        any file is opened (a token that is no Unicode text, a lone surrogate, is a
+        ConfigurationError naming its namespace), then goes through a temporary file beside it that
+        replaces the old one (and is removed when writing fails: no empty or partial file)."""
+        import os
+        import tempfile
+
         directory = Path(directory)
+        try:
+            data = json.dumps(self._itos, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ConfigurationError(f"cannot save the vocabulary: {self._unencodable()} (no valid Unicode text; "
+                                     f"the reader should refuse it)") from None
         directory.mkdir(parents=True, exist_ok=True)
-        (directory / "vocabulary.json").write_text(json.dumps(self._itos, ensure_ascii=False), encoding="utf-8")
+        fd, tmp = tempfile.mkstemp(prefix=".vocabulary.json.", suffix=".tmp", dir=directory)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.chmod(tmp, 0o666 & ~_umask())
+            os.replace(tmp, directory / "vocabulary.json")
+        except BaseException:
+            os.unlink(tmp)
+            raise
+
+    def _unencodable(self) -> str:
+        """Where the first token that UTF-8 cannot encode is: ``namespace 'chars', token 7``."""
+        for ns, tokens in self._itos.items():
+            for i, token in enumerate([ns, *tokens]):
+                try:
+                    token.encode("utf-8")
+                except UnicodeEncodeError as e:
+                    what = "its name" if i == 0 else f"token {i - 1}"
+                    return f"namespace {ns.encode('utf-8', 'replace').decode()!r}, {what}, holds a lone surrogate " \
+                           f"U+{ord(e.object[e.start]):04X}"
+        return "a token"
 
     @classmethod
     def load(cls, directory: str | Path) -> "Vocabulary":
@@ -152,6 +184,15 @@ class VocabularyConfig:
             counter = counters.get(ns, Counter())
             out[ns] = sorted((t for t in counter if t in known), key=lambda t: (-counter[t], t))
         return out
+
+
+def _umask() -> int:
+    """The process's umask (mkstemp's files are private; a saved vocabulary is readable like any file)."""
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def vec_tokens(path: str | Path) -> set[str]:

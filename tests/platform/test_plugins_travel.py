@@ -1,7 +1,8 @@
-"""Plugins travel with the run: ``--include-package`` before or after the command; the run
+"""Plugins are the user's to import: ``--include-package`` before or after the command; the run
 directory records the plugin modules its spec needs (``plugins.json``, with each source file's
-sha256) and a fresh process opening the run imports them without the flag; a changed module is
-a warning naming it, a missing one a clear error naming it and the run directory (exit 2)."""
+sha256) but never imports them: a fresh process opening the run without the flag stops with one
+error naming the module, its components and the run directory (exit 2), and works with it; a
+changed module is an error naming it; processes started for the user get the user's list."""
 import hashlib
 import json
 import shutil
@@ -59,15 +60,27 @@ def test_the_run_records_the_plugin_module_and_its_hash(trained):
     assert not list(trained["run"].glob("*.tmp"))
 
 
-def test_a_fresh_process_evaluates_the_run_without_the_flag(trained):
-    out = run_cli("evaluate", trained["run"], trained["data"])  # working directory: the repository
+def test_a_fresh_process_without_the_flag_is_one_error_naming_the_module(trained):
+    """The run names its plugin; it is not imported for it (working directory: the repository)."""
+    out = run_cli("evaluate", trained["run"], trained["data"])
+    assert out.returncode == 2, out.stderr
+    source = trained["folder"].resolve() / f"{PLUGIN}.py"
+    assert out.stderr == (
+        f"error: {trained['run']}: the run needs plugin module '{PLUGIN}' (providing reader {READER}; "
+        f"plugins.json records it as {source}), not imported in this process; a run directory names its "
+        f"plugins but never imports them: if you trust the code, pass --include-package {PLUGIN}\n")
+    assert out.stdout == ""
+
+
+def test_a_fresh_process_with_the_flag_evaluates_the_run(trained):
+    out = run_cli("evaluate", trained["run"], trained["data"], "--include-package", PLUGIN, cwd=trained["folder"])
     assert out.returncode == 0, out.stderr
     assert "ten.tsv: 10 instances read with the test reader (char_tab_bmes_travel), 10 scored" in out.stderr
-    assert json.loads(out.stdout)["f1"] >= 0.0
-    assert "warning" not in out.stderr
+    assert 0.0 <= json.loads(out.stdout)["f1"] <= 1.0
+    assert "warning" not in out.stderr and "error" not in out.stderr
 
 
-def test_a_changed_module_is_a_warning_naming_it(trained, tmp_path):
+def test_a_changed_module_is_an_error_naming_it(trained, tmp_path):
     copy = tmp_path / "run"
     shutil.copytree(trained["run"], copy)
     entry = json.loads((copy / plugins.PLUGINS_FILE).read_text())["modules"][0]
@@ -75,11 +88,14 @@ def test_a_changed_module_is_a_warning_naming_it(trained, tmp_path):
     (copy / plugins.PLUGINS_FILE).write_text(json.dumps({"modules": [entry]}))
     from multigrain.platform.runs import Run
 
-    with pytest.warns(plugins.PluginChangedWarning, match=f"plugin module '{PLUGIN}' .* changed since the run"):
+    now = hashlib.sha256((trained["folder"] / f"{PLUGIN}.py").read_bytes()).hexdigest()
+    with pytest.raises(ConfigurationError, match=rf"{copy}: plugin module '{PLUGIN}' \(.*{PLUGIN}\.py\) is not the "
+                                                 rf"source the run was trained with \(sha256 000000000000 in "
+                                                 rf"plugins\.json, {now[:12]} now\)"):
         Run.open(copy)
 
 
-def test_a_module_that_is_gone_is_one_error_naming_it_and_the_run(trained, tmp_path, capsys):
+def test_a_module_that_is_not_imported_is_one_error_naming_it_and_the_run(trained, tmp_path, capsys):
     copy = tmp_path / "run"
     shutil.copytree(trained["run"], copy)
     entry = json.loads((copy / plugins.PLUGINS_FILE).read_text())["modules"][0]
@@ -87,11 +103,58 @@ def test_a_module_that_is_gone_is_one_error_naming_it_and_the_run(trained, tmp_p
     (copy / plugins.PLUGINS_FILE).write_text(json.dumps({"modules": [entry]}))
     assert main(["evaluate", str(copy), str(trained["data"])]) == 2
     err = capsys.readouterr().err
-    assert f"error: {copy}: the run needs plugin module 'mg_gone_plugin'" in err
-    assert f"providing reader {READER}" in err and "--include-package" in err and "Traceback" not in err
-    (copy / plugins.PLUGINS_FILE).write_text('{"modules": [{"module": 1}]}')
-    with pytest.raises(ConfigurationError, match="plugins.json: damaged"):
-        plugins.import_recorded(copy)
+    assert f"error: {copy}: the run needs plugin module 'mg_gone_plugin' (providing reader {READER}" in err
+    assert err.endswith("pass --include-package mg_gone_plugin\n") and "Traceback" not in err
+    for damaged in ('{"modules": [{"module": 1}]}', '{"modules": [{"module": "os; rm", "package": "os"}]}',
+                    '{"modules": [{"module": "m", "package": "m", "sha256": "x"}]}', '{"modules": {}}',
+                    '{"modules": ' + "[" * 100_000 + "]" * 100_000 + "}"):
+        (copy / plugins.PLUGINS_FILE).write_text(damaged)
+        with pytest.raises(ConfigurationError, match="plugins.json: damaged"):
+            plugins.check_recorded(copy)
+
+
+def test_the_user_list_travels_and_a_run_list_never_does(trained, tmp_path, monkeypatch):
+    """``travelling``: what the driver's flag imported and where it found it (plus named packages
+    not included here, to be found in the working directory); ``include_travelled`` imports it."""
+    import subprocess
+    import sys
+
+    monkeypatch.setitem(plugins.INCLUDED, PLUGIN, str(trained["folder"].resolve()))
+    monkeypatch.chdir(tmp_path)
+    assert [PLUGIN, str(trained["folder"].resolve())] in plugins.travelling()
+    assert plugins.travelling(["mg_only_named"])[-1] == ["mg_only_named", str(tmp_path)]
+    entries = [[PLUGIN, str(trained["folder"].resolve())]]
+    script = ("import json, sys; from multigrain.platform import plugins; from multigrain.platform.runs import Run; "
+              "plugins.include_travelled(json.loads(sys.argv[1])); run = Run.open(sys.argv[2]); "
+              "print(run.experiment.test_dataset_reader.registered_name)")
+    out = subprocess.run([sys.executable, "-P", "-c", script, json.dumps(entries), str(trained["run"])],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == READER
+
+
+def test_replicas_and_evaluator_actors_open_the_run_with_the_user_list(trained):
+    """Serve's ``LoadedArchive`` and evaluate-all's ``ArchiveEvaluator`` (what the Ray replicas and
+    actors run) in a fresh process: with the driver's list they load and score the run; without
+    it they stop with the error naming the module."""
+    import subprocess
+    import sys
+
+    entries = json.dumps([[PLUGIN, str(trained["folder"].resolve())]])
+    script = ("import json, sys; from multigrain.platform.ray.serve import LoadedArchive; "
+              "from multigrain.platform.ray.evaluate import ArchiveEvaluator; "
+              "entries = json.loads(sys.argv[1]); "
+              "loaded = LoadedArchive(sys.argv[2], None, entries); "
+              "print(len(loaded.predict_one_by_one([{'text': '我在北京'}]))); "
+              "row = ArchiveEvaluator(entries).evaluate(sys.argv[2], sys.argv[3]); print(row['examples'])")
+    out = subprocess.run([sys.executable, "-P", "-c", script, entries, str(trained["run"]), str(trained["data"])],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", "10"]
+    out = subprocess.run([sys.executable, "-P", "-c", script, "[]", str(trained["run"]), str(trained["data"])],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode != 0
+    assert f"the run needs plugin module '{PLUGIN}'" in out.stderr and f"--include-package {PLUGIN}" in out.stderr
 
 
 def test_the_flag_before_and_after_the_command_several_times(tmp_path, monkeypatch, capsys):

@@ -1,12 +1,13 @@
 """Character (+ bigram) embeddings for character sequences."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Annotated, Optional
 
 import torch
 from torch import nn
 
 from multigrain.components.vectors import load_vec_into
+from multigrain.platform.hints import Range
 from multigrain.platform.kinds import TokenEmbedder
 from multigrain.platform.vocab import Vocabulary
 
@@ -25,7 +26,7 @@ def make_embedding(vocab: Vocabulary, namespace: str, dim: int, pretrained_file:
 class CharBigramEmbedder(TokenEmbedder):
     """``[char_emb(c_i); bigram_emb(c_i c_{i+1})]`` -> [B, n, char_dim + bigram_dim]."""
 
-    def __init__(self, vocab: Vocabulary, char_dim: int = 50, bigram_dim: int = 50,
+    def __init__(self, vocab: Vocabulary, char_dim: int = 50, bigram_dim: Annotated[int, Range(0)] = 50,
                  char_pretrained_file: Optional[str] = None, bigram_pretrained_file: Optional[str] = None,
                  dropout: float = 0.5, freeze: bool = False):
         super().__init__()

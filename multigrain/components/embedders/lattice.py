@@ -13,12 +13,13 @@ Without a lattice in the batch only the characters are embedded: ``[B, n, output
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Annotated, Optional
 
 import torch
 from torch import nn
 
 from multigrain.components.embedders.char_bigram import make_embedding
+from multigrain.platform.hints import Range
 from multigrain.platform.kinds import TokenEmbedder
 from multigrain.platform.vocab import Vocabulary
 
@@ -27,8 +28,9 @@ from multigrain.platform.vocab import Vocabulary
 class LatticeEmbedder(TokenEmbedder):
     uses_lattice = True
 
-    def __init__(self, vocab: Vocabulary, output_dim: int = 128, char_dim: int = 50, bigram_dim: int = 50,
-                 word_dim: int = 50, char_pretrained_file: Optional[str] = None,
+    def __init__(self, vocab: Vocabulary, output_dim: int = 128, char_dim: int = 50,
+                 bigram_dim: Annotated[int, Range(0)] = 50, word_dim: int = 50,
+                 char_pretrained_file: Optional[str] = None,
                  bigram_pretrained_file: Optional[str] = None, word_pretrained_file: Optional[str] = None,
                  dropout: float = 0.5, freeze: bool = False):
         super().__init__()

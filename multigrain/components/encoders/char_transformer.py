@@ -25,6 +25,7 @@ from multigrain.components.nn.transformer_layer import PostNormTransformerLayer
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.kinds import TokenEmbedder
 from multigrain.platform.vocab import Vocabulary
+from multigrain.platform.weights import load_weights, tensor_dict
 
 
 #: the names of a layer's parameters before it became a PostNormTransformerLayer (one fused q/k/v
@@ -90,9 +91,11 @@ class CharTransformer(TokenEmbedder):
     def load_archive(self, archive_path: str) -> None:
         path = Path(archive_path)
         weights = path / "best.pt" if path.is_dir() else path
-        if not weights.is_file():
+        if not weights.exists():
             raise ConfigurationError(f"archive_path: {weights} not found (expected a run directory with best.pt)")
-        state = torch.load(weights, map_location="cpu", weights_only=True)
+        # a dict of tensors loaded with weights_only (a crafted file runs nothing), else one clear error
+        state = tensor_dict(load_weights(weights, "checkpoint", "cpu", where="archive_path: "), weights,
+                            where="archive_path: ")
         own = self.state_dict()
         prefix = _best_prefix(state.keys(), own.keys())
         if prefix is None:
@@ -148,7 +151,10 @@ def _token_row_map(vocab_dir: Optional[Path], vocab: Vocabulary, namespace: str)
     """(our rows, their rows) of the tokens both vocabularies hold; None without theirs."""
     if vocab_dir is None or not (vocab_dir / "vocabulary.json").is_file():
         return None
-    other = Vocabulary.load(vocab_dir)
+    try:
+        other = Vocabulary.load(vocab_dir)
+    except (ValueError, UnicodeDecodeError, TypeError, AttributeError, KeyError) as e:
+        raise ConfigurationError(f"archive_path: {vocab_dir / 'vocabulary.json'}: damaged vocabulary ({e})") from None
     if namespace not in other.namespaces():
         return None
     pairs = [(i, other.index(namespace, t)) for i, t in enumerate(vocab.tokens(namespace))

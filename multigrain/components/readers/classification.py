@@ -38,7 +38,10 @@ class ChnSentiCorpReader(TextClassificationReader):
             return
         columns = header[1].split("\t")
         if "label" not in columns or "text_a" not in columns:
-            raise DataError(path, 1, f"expected a header with columns label and text_a, found {shorten(header[1])}")
+            missing = " and ".join(c for c in ("label", "text_a") if c not in columns)
+            count = f"{len(columns)} column{'s' if len(columns) != 1 else ''}"
+            raise DataError(path, 1, f"expected a header row of TAB-separated column names label and text_a; the first "
+                                     f"line ({count}) names no {missing}")
         label_at, text_at = columns.index("label"), columns.index("text_a")
         for number, line in lines:
             if not line.strip():
@@ -46,7 +49,7 @@ class ChnSentiCorpReader(TextClassificationReader):
             fields = line.split("\t")
             if len(fields) != len(columns):
                 raise DataError(
-                    path, number, f"expected {len(columns)} TAB-separated columns, found {len(fields)}: {shorten(line)}"
+                    path, number, f"expected {len(columns)} TAB-separated columns, found {len(fields)}"
                 )
             yield self._classified(path, number, fields[text_at], fields[label_at])
 
@@ -70,12 +73,14 @@ class ThucNewsTitlesReader(TextClassificationReader):
                 continue
             fields = line.split("\t")
             if len(fields) != 2:
-                raise DataError(path, number, f"expected 2 TAB-separated columns (headline, class id), found {len(fields)}: {shorten(line)}")
+                raise DataError(path, number, f"expected 2 TAB-separated columns (headline, class id), "
+                                              f"found {len(fields)}")
             text, class_id = fields
             label = class_id
             if names is not None:
                 if not (class_id.isascii() and class_id.isdigit()) or int(class_id) >= len(names):
-                    raise DataError(path, number, f"class id {class_id!r} is not one of 0..{len(names) - 1} (class.txt)")
+                    raise DataError(path, number, f"class id {shorten(class_id)} is not one of 0..{len(names) - 1} "
+                                                  f"(class.txt)")
                 label = names[int(class_id)]
             yield self._classified(path, number, text, label)
 

@@ -1,5 +1,7 @@
-"""What the readers share about their files: strict UTF-8 reading with the line of a bad byte,
-splits chosen by a stable hash of an example, and quoting text in error messages.
+"""What the readers share about their files: strict UTF-8 reading with the line and column of a bad
+byte (``read_lines``, defined in ``multigrain.platform.data`` for ``predict`` inputs too), JSON lines
+through ``jsonio.loads`` (no deep nesting, no lone surrogate), splits chosen by a stable hash of an
+example, and quoting text in error messages (``shorten``: a few offending characters, never a line).
 
 What a text file may hold (every reader): no NUL character (a NUL means a binary or damaged file),
 and no line longer than ``MAX_LINE_CHARS`` characters (bounded memory and vocabularies). Other
@@ -7,31 +9,14 @@ control characters in free text are read as they are (BQ's training file holds b
 character columns (``readers/ner.py``) refuse them."""
 from __future__ import annotations
 
-import zlib
-from pathlib import Path
 from typing import Iterator
 
-from multigrain.platform.data import json_objects
+from multigrain.components.text import stable_bucket  # noqa: F401 (readers' splits; defined beside the tokens)
+from multigrain.platform.data import MAX_LINE_CHARS, json_lines, read_lines, utf8_error
 from multigrain.platform.errors import DataError
 
-#: the longest line a line-based reader accepts (a sentence, a title, a pair, a TSV row)
-MAX_LINE_CHARS = 1_000_000
-
-
-def utf8_error(path: str, error: UnicodeDecodeError) -> DataError:
-    """The DataError for a file that is not valid UTF-8, naming the line of the first bad byte.
-
-    The decoder's own error only knows its offset within a buffered chunk, so the file is
-    decoded again from its bytes to find the offset in the file.
-    """
-    raw = Path(path).read_bytes()
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        error = e
-    start, bad = error.start, error.object[error.start:error.end]
-    line = raw.count(b"\n", 0, start) + 1
-    return DataError(path, line, f"not valid UTF-8 (byte {bad[:4]!r} at byte offset {start})")
+__all__ = ["MAX_LINE_CHARS", "read_lines", "read_text", "read_json_objects", "read_csv_rows", "utf8_error",
+           "shorten", "stable_bucket", "in_fraction"]
 
 
 def read_text(path: str) -> str:
@@ -48,49 +33,22 @@ def read_text(path: str) -> str:
     return text
 
 
-def read_lines(path: str) -> Iterator[tuple[int, str]]:
-    """``(line number, line without its end-of-line)`` for each line, lazily; 1-based.
-
-    Strict UTF-8: a bad byte becomes ``DataError(path, line, "not valid UTF-8 ...")``.
-    A byte-order mark at the start of the file is dropped. Universal newlines (CRLF reads as LF).
-    """
-    try:
-        with open(path, encoding="utf-8") as f:
-            for number, line in enumerate(f, start=1):
-                if line.endswith("\n"):
-                    line = line[:-1]
-                if number == 1 and line.startswith("\ufeff"):
-                    line = line[1:]
-                if "\0" in line:
-                    raise DataError(path, number, f"a NUL character at column {line.index(chr(0)) + 1}: not a text file")
-                if len(line) > MAX_LINE_CHARS:
-                    raise DataError(path, number, f"a line of {len(line):,} characters; the longest a reader accepts "
-                                                  f"is {MAX_LINE_CHARS:,}")
-                yield number, line
-    except UnicodeDecodeError as e:
-        raise utf8_error(path, e) from None
-
-
-def stable_bucket(key: str, buckets: int = 1000) -> int:
-    """A hash of ``key`` that is the same in every process and Python version (crc32 of UTF-8)."""
-    return zlib.crc32(key.encode("utf-8")) % buckets
-
-
 def in_fraction(key: str, low: float, high: float) -> bool:
     """Whether ``key``'s stable bucket (0..999) falls in ``[low*1000, high*1000)``."""
     bucket = stable_bucket(key)
     return low * 1000 <= bucket < high * 1000
 
 
-def shorten(text: str, limit: int = 60) -> str:
-    """``repr`` of ``text`` cut to ``limit`` characters, for error messages."""
+def shorten(text: str, limit: int = 30) -> str:
+    """``repr`` of ``text`` cut to ``limit`` characters, for error messages: an offending token or
+    value, never a whole line (a message names the line by its number)."""
     return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
 def read_json_objects(path: str) -> Iterator[tuple[int, dict]]:
     """``(line number, object)`` for every non-blank line of a JSON-lines file; a line that is no
     JSON, or JSON but not an object, is a DataError naming the line."""
-    return json_objects(path, read_lines(path))
+    return json_lines(path)
 
 
 def read_csv_rows(path: str, delimiter: str = ",") -> Iterator[tuple[int, list[str]]]:

@@ -95,7 +95,7 @@ class ConllReader(CharTagReader):
             first = first or (len(columns), number)
             if len(columns) != first[0]:
                 raise DataError(path, number, f"expected {first[0]} columns separated by {self.separator_name} (as "
-                                              f"on line {first[1]}), found {len(columns)}: {shorten(line)}")
+                                              f"on line {first[1]}), found {len(columns)}")
             yield number, line
 
     def _split(self, line: str) -> list[str]:
@@ -120,23 +120,25 @@ class ConllReader(CharTagReader):
         bad = ill_formed_positions(tags, self.scheme)
         if bad:
             at = bad[0]
-            previous = repr(tags[at - 1]) if at else "the sentence start"
+            previous = shorten(tags[at - 1]) if at else "the sentence start"
             end = " ending the sentence" if at == len(tags) - 1 else ""
-            warnings.warn(f"{path}:{lines[at]}: tag {tags[at]!r} after {previous}{end} breaks the {self.scheme} "
+            warnings.warn(f"{path}:{lines[at]}: tag {shorten(tags[at])} after {previous}{end} breaks the {self.scheme} "
                           f"scheme; read as is")
         return Instance({"chars": chars, "tags": tags}, source=(path, block[0][0]))
 
     def _token_and_tag(self, path: str, number: int, line: str) -> tuple[str, str]:
         columns = self._split(line)
         try:
+            if len(columns) < 2:  # one column would be both the token and the tag: the whole line
+                raise IndexError
             token, tag = columns[self.token_column], columns[self.tag_column]
         except IndexError:
             raise DataError(path, number, f"token_column {self.token_column} / tag_column {self.tag_column}: the "
-                                          f"line has {len(columns)} columns: {shorten(line)}") from None
+                                          f"line has {len(columns)} column{'s' if len(columns) != 1 else ''}") from None
         if not token:
-            raise DataError(path, number, f"empty token in column {self.token_column}: {shorten(line)}")
+            raise DataError(path, number, f"empty token in column {self.token_column}")
         if not in_scheme(tag, self.scheme):
-            raise DataError(path, number, f"unknown tag {tag!r}: the {self.scheme} scheme has O and "
+            raise DataError(path, number, f"unknown tag {shorten(tag)}: the {self.scheme} scheme has O and "
                                           f"{'/'.join(p + '-' for p in scheme_prefixes(self.scheme))}TYPE "
                                           f"(declare the file's scheme with scheme: BIO|BIOES|BMES)")
         if len(token) > 1 and self.multi_char_tokens == "error":

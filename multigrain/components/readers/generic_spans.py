@@ -122,12 +122,13 @@ class JsonlSpansReader(FileReader):
             items = []
             for label, mentions in value.items():
                 if not isinstance(mentions, dict):
-                    raise DataError(path, number, f"{field}.{label}: expected an object mention -> "
+                    raise DataError(path, number, f"{field}.{shorten(label)}: expected an object mention -> "
                                                   f"[[start, end], ...], "
                                                   f"found {_kind(mentions)}")
                 for mention, places in mentions.items():
                     if not isinstance(places, list) or not all(isinstance(p, list) and len(p) == 2 for p in places):
-                        raise DataError(path, number, f"{field}.{label}.{mention}: expected a list of [start, end], "
+                        raise DataError(path, number, f"{field}.{shorten(label)}.{shorten(mention)}: expected a list "
+                                                      f"of [start, end], "
                                                       f"found {shorten(json.dumps(places, ensure_ascii=False))}")
                     items += [(p[0], p[1], label, mention) for p in places]
         elif isinstance(value, list):
@@ -149,7 +150,8 @@ class JsonlSpansReader(FileReader):
                                           f"found {_kind(item)}")
         for key in (self.start_field, self.end_field, self.label_field):
             if key not in item:
-                raise DataError(path, number, f"{field}[{i}]: missing {key!r} (keys: {', '.join(map(str, item))})")
+                raise DataError(path, number, f"{field}[{i}]: missing {key!r} (keys: "
+                                              f"{', '.join(shorten(str(k)) for k in list(item)[:8])})")
         mention = item.get(self.mention_field) if self.mention_field else None
         return item[self.start_field], item[self.end_field], item[self.label_field], mention
 
@@ -165,15 +167,16 @@ class JsonlSpansReader(FileReader):
         given = f"[{start}, {end}{']' if self.offsets == 'inclusive' else ')'}"
         if not 0 <= start < stop <= len(text):
             problem = "is empty" if 0 <= start and stop <= start else f"is outside the text of {len(text)} characters"
-            raise DataError(path, number, f"span {order + 1} ({label} {given}, offsets: {self.offsets}) {problem}")
+            raise DataError(path, number, f"span {order + 1} ({shorten(label)} {given}, offsets: {self.offsets}) "
+                                          f"{problem}")
         if mention is not None and text[start:stop] != mention:
             hint = ""
             if text[start:stop + 1] == mention:
                 hint = " (the ends look inclusive: set offsets: 'inclusive')"
             elif text[start:stop - 1] == mention:
                 hint = " (the ends look exclusive: set offsets: 'exclusive')"
-            raise DataError(path, number, f"span {order + 1} ({label} {given}): the text there is "
-                                          f"{text[start:stop]!r}, the file gives {shorten(str(mention))}{hint}")
+            raise DataError(path, number, f"span {order + 1} ({shorten(label)} {given}): the text there is "
+                                          f"{shorten(text[start:stop])}, the file gives {shorten(str(mention))}{hint}")
         return Span(label, start, stop, order)
 
     # overlaps --------------------------------------------------------------------------------

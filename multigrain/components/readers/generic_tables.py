@@ -30,7 +30,7 @@ from multigrain.components.readers.files import (
 from multigrain.components.readers.pair import PairReader
 from multigrain.components.text import split_chars
 from multigrain.platform.data import Instance
-from multigrain.platform.errors import ConfigurationError, DataError
+from multigrain.platform.errors import ConfigurationError, DataError, did_you_mean
 from multigrain.platform.kinds import Reader
 
 Column = Union[str, int]
@@ -126,14 +126,18 @@ class TableReader(PairReader, TextClassificationReader):
     def _check_names(self, path: str, number: int, names: dict[str, int]) -> None:
         for column in [*self.text_columns, self.label_column]:
             if isinstance(column, str) and column not in names:
-                raise DataError(path, number, f"no column {column!r} in the header row (columns: "
-                                              f"{', '.join(names)}); set header: false if the file has none")
+                # the names when the row looks like a header; a single "name" is a line of another file
+                found = (f"columns: {', '.join(shorten(n, 20)[1:-1] for n in list(names)[:12])}" if len(names) > 1
+                         else f"one column: no {self.delimiter!r} in it")
+                raise DataError(path, number, f"no column {column!r} in the header row ({found})"
+                                              f"{did_you_mean(column, names)}; set header: false if the file has none")
 
     # cells -----------------------------------------------------------------------------------
     def _cell(self, path: str, number: int, row: Any, column: Column, what: str) -> str:
         if self.format == "jsonl":
             if column not in row:
-                raise DataError(path, number, f"no key {column!r} (keys: {', '.join(map(str, row))})")
+                raise DataError(path, number, f"no key {column!r} (keys: "
+                                              f"{', '.join(shorten(str(k)) for k in list(row)[:8])})")
             value = row[column]
             if isinstance(value, (int, float)) and not isinstance(value, bool) and what == "label":
                 return str(value)

@@ -26,14 +26,16 @@ import re
 import warnings
 from typing import Any, Iterator, Literal, Optional
 
-from multigrain.components.readers.files import read_text
+from multigrain.components.readers.files import read_text, shorten
 from multigrain.components.readers.sentence import SentenceReader
 from multigrain.components.text import split_chars
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import ConfigurationError, DataError
+from multigrain.platform.jsonio import MAX_DEPTH, JsonTextError, loads, nesting_depth
 from multigrain.platform.kinds import Reader
 
 _JSON_STRING = re.compile(r'("[^"\\]*(?:\\.[^"\\]*)*")\s*(:)?')
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def key_lines(text: str, keys: set[str]) -> dict[str, list[int]]:
@@ -82,10 +84,7 @@ class SquadReader(SentenceReader):
         text = read_text(path)
         if not text.strip():
             return
-        try:
-            document = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise DataError(path, e.lineno, f"bad JSON: {e.msg} (column {e.colno})") from None
+        document = _document(path, text)
         lines = key_lines(text, {"question", "context"})
         data = document.get("data") if isinstance(document, dict) else None
         if not isinstance(data, list):
@@ -121,18 +120,19 @@ class SquadReader(SentenceReader):
             raise DataError(path, line, f"expected a question object, found {type(qa).__name__}")
         qa_id = str(_field(path, line, qa, "id", (str, int)))
         if qa_id in seen:
-            raise DataError(path, line, f"question id {qa_id} appears twice")
+            raise DataError(path, line, f"question id {_cut(qa_id)} appears twice")
         seen.add(qa_id)
         question = _field(path, line, qa, "question", str)
         if not question.strip():
             if self.on_empty_question == "error":
-                raise DataError(path, line, f"empty question (id {qa_id})")
+                raise DataError(path, line, f"empty question (id {_cut(qa_id)})")
             if self.on_empty_question == "skip":
                 return None
         answers, texts = [], []
         for answer in _field(path, line, qa, "answers", list):
             if not isinstance(answer, dict):
-                raise DataError(path, line, f"question {qa_id}: expected answer objects, found {type(answer).__name__}")
+                raise DataError(path, line, f"question {_cut(qa_id)}: expected answer objects, found "
+                                            f"{type(answer).__name__}")
             text = _field(path, line, answer, "text", str)
             start = _field(path, line, answer, "answer_start", int)
             texts.append(text)
@@ -160,8 +160,8 @@ class SquadReader(SentenceReader):
             found = context[start:start + len(text)] if 0 <= start else ""
             raise DataError(
                 path, line,
-                f"question {qa_id}: answer {text!r} at answer_start={start} {where} "
-                f"(context there: {found!r}; context length {len(context)})",
+                f"question {_cut(qa_id)}: answer {shorten(text)} at answer_start={start} {where} "
+                f"(context there: {shorten(found)}; context length {len(context)})",
             )
         if self.on_bad_answer == "fix" and text:
             occurrences = _occurrences(context, text)
@@ -170,6 +170,46 @@ class SquadReader(SentenceReader):
                 return min(occurrences, key=lambda i: (abs(i - start), i))
         stats["dropped"] += 1
         return None
+
+
+def _document(path: str, text: str) -> Any:
+    """The JSON document of a SQuAD file by ``jsonio.loads`` (no nesting deeper than ``MAX_DEPTH``, no
+    lone surrogate); a DataError names the line of the problem."""
+    try:
+        return loads(text)
+    except JsonTextError as e:
+        raise DataError(path, _problem_line(text), str(e)) from None
+
+
+def _problem_line(text: str) -> Optional[int]:
+    """The line where ``loads`` failed on ``text`` (found again only on this error path): where the
+    nesting passes ``MAX_DEPTH``, the line of a syntax error, or of the first string (key or value)
+    that holds a lone surrogate."""
+    if nesting_depth(text) > MAX_DEPTH:  # the shortest prefix that is too deep (deepest-so-far grows)
+        low, high = 0, len(text)
+        while low < high:
+            middle = (low + high) // 2
+            low, high = (low, middle) if nesting_depth(text[:middle + 1]) > MAX_DEPTH else (middle + 1, high)
+        return text.count("\n", 0, low) + 1
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as e:
+        return e.lineno
+    except RecursionError:
+        return None
+    for match in _JSON_STRING.finditer(text):
+        try:
+            value = json.loads(match.group(1))
+        except ValueError:
+            continue
+        if _SURROGATE.search(value):
+            return text.count("\n", 0, match.start()) + 1
+    return None
+
+
+def _cut(text: str, limit: int = 30) -> str:
+    """``text`` (an id) unquoted, cut to ``limit`` characters for a message."""
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _occurrences(context: str, text: str) -> list[int]:
@@ -187,7 +227,7 @@ def _field(path: str, line: Optional[int], obj: Any, key: str, kind) -> Any:
     value = obj[key]
     if not isinstance(value, kind) or isinstance(value, bool):
         names = " or ".join(k.__name__ for k in kind) if isinstance(kind, tuple) else kind.__name__
-        raise DataError(path, line, f"{key!r}: expected {names}, found {type(value).__name__} {str(value)[:40]!r}")
+        raise DataError(path, line, f"{key!r}: expected {names}, found {type(value).__name__} {shorten(str(value))}")
     return value
 
 
@@ -197,7 +237,7 @@ def _list(path: str, line: Optional[int], obj: Any, key: str) -> list:
 
 def _describe(obj: Any) -> str:
     if isinstance(obj, dict):
-        return "object with keys " + ", ".join(sorted(map(str, obj))[:6])
+        return "object with keys " + ", ".join(shorten(k)[1:-1] for k in sorted(map(str, obj))[:6])
     return type(obj).__name__
 
 

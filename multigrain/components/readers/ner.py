@@ -82,8 +82,7 @@ class CharTagReader(FileReader):
             if len(columns) != 2 or not columns[0] or not columns[1]:
                 raise DataError(
                     path, number,
-                    f"expected 2 columns (character {self.separator_name} tag), "
-                    f"found {len(columns)}: {shorten(line)}",
+                    f"expected 2 columns (character {self.separator_name} tag), found {_columns(columns)}",
                 )
             chars.append(self._char(path, number, columns[0]))
             tags.append(self._tag(path, number, columns[1]))
@@ -95,10 +94,10 @@ class CharTagReader(FileReader):
     def _warn_scheme(self, path: str, number: int, tags: list[str], at: int) -> None:
         tag = tags[at]
         if tag[0] in "BM" and at == len(tags) - 1:
-            problem = f"the sentence ends inside an entity (last tag {tag!r})"
+            problem = f"the sentence ends inside an entity (last tag {shorten(tag)})"
         else:
-            previous = repr(tags[at - 1]) if at else "the sentence start"
-            problem = f"tag {tag!r} after {previous}"
+            previous = shorten(tags[at - 1]) if at else "the sentence start"
+            problem = f"tag {shorten(tag)} after {previous}"
         warnings.warn(f"{path}:{number}: {problem} breaks the {self.scheme} scheme; read as is")
 
     def _char(self, path: str, number: int, token: str) -> str:
@@ -112,7 +111,7 @@ class CharTagReader(FileReader):
 
     def _tag(self, path: str, number: int, tag: str) -> str:
         if not _BMES_TAG.fullmatch(tag):
-            raise DataError(path, number, f"unknown tag {tag!r}: expected O or B-/M-/E-/S-TYPE")
+            raise DataError(path, number, f"unknown tag {shorten(tag)}: expected O or B-/M-/E-/S-TYPE")
         return tag
 
     def _fields(self, chars: list[str], tags: list[str]) -> dict:
@@ -154,13 +153,13 @@ class WeiboNerReader(CharTagReader):
         match = _WEIBO_TOKEN.fullmatch(token)
         if match is None:
             raise DataError(
-                path, number, f"expected a character followed by its position digit(s), found {token!r}"
+                path, number, f"expected a character followed by its position digit(s), found {shorten(token)}"
             )
         return match.group(1)
 
     def _tag(self, path: str, number: int, tag: str) -> str:
         if not _WEIBO_TAG.fullmatch(tag):
-            raise DataError(path, number, f"unknown tag {tag!r}: expected O or B-/I-TYPE.NAM or .NOM")
+            raise DataError(path, number, f"unknown tag {shorten(tag)}: expected O or B-/I-TYPE.NAM or .NOM")
         return tag
 
     def _fields(self, chars: list[str], tags: list[str]) -> dict:
@@ -208,7 +207,7 @@ class MsraNerReader(CharTagReader):
         fmt = self.format
         if fmt == "auto":
             columns = first[-1][1].split(" ") if first else []
-            fmt = "char" if len(columns) == 2 and "/" not in columns[1] else "sighan"
+            fmt = "char" if len(columns) == 2 and columns[1] and "/" not in columns[1] else "sighan"
         rest = itertools.chain(first, lines)
         if fmt == "char":
             yield from self._char_sentences(path, rest)
@@ -222,11 +221,12 @@ class MsraNerReader(CharTagReader):
             chars: list[str] = []
             tags: list[str] = []
             for chunk in line.split(" "):
+                if not chunk:  # the line's trailing space, or two spaces
+                    continue
                 text, _, tag = chunk.rpartition("/")
-                if not text:
-                    if not chunk:  # the line's trailing space
-                        continue
-                    raise DataError(path, number, f"expected space-separated text/tag chunks, found {chunk!r}")
+                if not text or "/" in text:
+                    raise DataError(path, number, f"expected space-separated text/tag chunks (one '/' after a "
+                                                  f"non-empty text), found {_chunk(chunk, line)}")
                 n = len(text)
                 chars.extend(text)
                 if tag == "o":
@@ -240,5 +240,26 @@ class MsraNerReader(CharTagReader):
                         tags.extend(["M-" + kind] * (n - 2))
                         tags.append("E-" + kind)
                 else:
-                    raise DataError(path, number, f"unknown tag {tag!r} in chunk {chunk!r}: expected o, nr, ns or nt")
+                    where = "" if chunk.strip() == line.strip() else f" in chunk {shorten(chunk)}"
+                    raise DataError(path, number, f"unknown tag {shorten(tag)}{where}: expected o, nr, ns or nt")
             yield Instance({"chars": chars, "tags": tags}, source=(path, number))
+
+
+def _columns(columns: list[str]) -> str:
+    """How a line's columns are wrong, without quoting the line: ``1 column``, ``an empty tag``."""
+    if len(columns) != 2:
+        return f"{len(columns)} column{'s' if len(columns) != 1 else ''}"
+    return "an empty character" if not columns[0] else "an empty tag"
+
+
+def _chunk(chunk: str, line: str) -> str:
+    """What is wrong with a chunk (no ``/``, several, nothing before it) and the chunk quoted (at
+    most 30 characters), unless it is the whole line: a file that is no MSRA data (``/etc/passwd``)
+    is not shown."""
+    slashes = chunk.count("/")
+    problem = ("no '/'" if not slashes else "nothing before its '/'" if chunk.startswith("/") and slashes == 1
+               else f"{slashes} '/'" if slashes > 1 else "")
+    problem = f"a chunk with {problem}" if problem else "a chunk"
+    if chunk.strip() == line.strip():
+        return f"{problem} (the whole line)"
+    return f"{shorten(chunk)} ({problem})"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Iterator, Optional
 
-from multigrain.components.readers.files import read_lines, shorten
+from multigrain.components.readers.files import read_lines
 from multigrain.components.readers.sentence import SentenceReader
 from multigrain.components.text import split_chars
 from multigrain.platform.data import Instance
@@ -50,6 +50,6 @@ class BqCorpusReader(PairReader):
                 raise DataError(
                     path, number,
                     f"expected 3 fields separated by {SEPARATOR!r} (sentence1, sentence2, label), "
-                    f"found {len(fields)}: {shorten(line)}",
+                    f"found {len(fields)}",
                 )
             yield self._pair(path, number, fields[0], fields[1], fields[2].strip())

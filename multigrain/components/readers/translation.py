@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from multigrain.components.readers.files import read_csv_rows, read_lines, shorten
+from multigrain.components.readers.files import read_csv_rows, read_lines
 from multigrain.components.readers.sentence import SentenceReader
 from multigrain.components.text import split_chars
 from multigrain.platform.data import Instance
@@ -48,7 +48,7 @@ class TatoebaReader(TranslationReader):
             if len(fields) not in (2, 3):
                 raise DataError(
                     path, number,
-                    f"expected 3 TAB-separated fields (English, Chinese, attribution), found {len(fields)}: {shorten(line)}",
+                    f"expected 3 TAB-separated fields (English, Chinese, attribution), found {len(fields)}",
                 )
             yield self._pair(path, number, fields[1], [fields[0]])
 
@@ -64,7 +64,9 @@ class WmtNewstestReader(TranslationReader):
         for number, row in read_csv_rows(path):
             if number == 1:
                 if row != ["0", "1"]:
-                    raise DataError(path, 1, f"expected the header row '0,1', found {','.join(row)[:60]!r}")
+                    found = f"{len(row)} field{'s' if len(row) != 1 else ''}"
+                    raise DataError(path, 1, f"expected the header row '0,1', found a row of {found}"
+                                             + (" not named 0 and 1" if len(row) == 2 else ""))
                 continue
             if not row:
                 continue

@@ -3,6 +3,7 @@ SOURCES.md row): training pairs one file pair per episode, dev and test line-ali
 3 references in a NIST SGML refset."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -11,6 +12,8 @@ from multigrain.components.readers.parallel import LineAlignedReader
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import DataError
 from multigrain.platform.kinds import Reader
+
+_ID = re.compile(r"[\w.-]{1,30}")  # an episode id as the listing gives it (the shipped ones are numbers)
 
 
 @Reader.register("tvsub")
@@ -54,7 +57,10 @@ class TvsubReader(LineAlignedReader):
             zh, en = folder / f"{episode}.zh", folder / f"{episode}.en"
             for file in (zh, en):
                 if not file.is_file():
-                    raise DataError(path, number, f"episode {episode!r}: no file {file}")
+                    # the line is the id: shown when it looks like one, not like a line of another file
+                    shown = f"episode {episode!r}: no file {file}" if _ID.fullmatch(episode) else \
+                        f"no file {file.parent}/<the episode id on this line>{file.suffix}"
+                    raise DataError(path, number, shown)
             sources, targets = list(read_lines(str(zh))), list(read_lines(str(en)))
             if len(sources) != len(targets):
                 raise DataError(str(zh), None, f"{len(sources):,} lines, but {en} has {len(targets):,}: the two "

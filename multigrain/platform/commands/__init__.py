@@ -30,8 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 INCLUDE_HELP = ("import a module (a file or package in the working directory, or on sys.path) that registers "
-                "components; a run records the plugin modules its spec needs, so evaluate/predict/serve of it "
-                "need no flag")
+                "components; a run records the plugin modules its spec needs but never imports them: evaluate, "
+                "predict, serve or train --resume of it needs the flag again, with the same source")
 
 
 def main(argv=None) -> int:
@@ -48,22 +48,41 @@ def main(argv=None) -> int:
         if args.include_package:
             import os
 
-            from multigrain.platform.plugins import include
+            from multigrain.platform.plugins import check_sources_before_import, include
 
+            check_sources_before_import(args.include_package, _run_dirs_opened(args), os.getcwd())
             for name in args.include_package:
                 include(name, search_dir=os.getcwd())
-        return args.func(args) or 0
+        code = args.func(args) or 0
+        sys.stdout.flush()  # a full disk or a closed pipe shows here, not as a traceback at exit
+        return code
     except MultigrainError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # writing the output failed: ENOSPC, EPIPE...
+        from multigrain.platform.commands.common import report_write_error
+
+        if not report_write_error(e):
+            raise
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
 
 
+def _run_dirs_opened(args) -> list[str]:
+    """The run directories the command will open (their plugin records are checked against the
+    ``--include-package`` sources before those are imported)."""
+    dirs = [args.archive] if getattr(args, "archive", None) else []
+    dirs += getattr(args, "run_dirs", None) or []
+    if getattr(args, "resume", False) and getattr(args, "serialization_dir", None):
+        dirs.append(args.serialization_dir)
+    return dirs
+
+
 def _plain_warnings() -> None:
-    """Our own warnings (a changed plugin module) as one ``warning: ...`` line, not Python's
-    ``file:line: Category: ...`` with a source line."""
+    """Our own warnings (a plugin entry point that failed to load, say) as one ``warning: ...``
+    line, not Python's ``file:line: Category: ...`` with a source line."""
     import warnings
 
     default = warnings.formatwarning

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+#: ``specs.JSONNET_TIMEOUT`` (not imported: ``--help`` imports nothing of the platform's)
+JSONNET_TIMEOUT = 30.0
+#: the largest count a command-line option takes (``config.MAX_COUNT``: a C int)
+MAX_COUNT = 2**31 - 1
+
 
 def add_spec_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", help="a Jsonnet or JSON spec")
@@ -13,6 +18,9 @@ def add_spec_args(parser: argparse.ArgumentParser) -> None:
                         help="a Jsonnet external variable (only these are visible to the spec)")
     parser.add_argument("--jsonnet-path", action="append", default=[], metavar="DIR",
                         help="a folder the spec's imports may read besides its own folder and jsonnet_configs/")
+    parser.add_argument("--jsonnet-timeout", type=seconds, default=JSONNET_TIMEOUT, metavar="SECONDS",
+                        help=f"stop evaluating the spec's Jsonnet after this long (an endless recursion, a huge "
+                             f"computation): one error naming the spec (default {JSONNET_TIMEOUT:g})")
 
 
 def add_reader_arg(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +35,8 @@ def load_spec_args(args) -> dict:
     """The resolved spec named by ``add_spec_args``' arguments (not yet validated)."""
     from multigrain.platform.specs import load_spec, parse_ext_vars
 
-    return load_spec(args.spec, args.override, parse_ext_vars(args.ext_var), args.jsonnet_path)
+    return load_spec(args.spec, args.override, parse_ext_vars(args.ext_var), args.jsonnet_path,
+                     getattr(args, "jsonnet_timeout", JSONNET_TIMEOUT))
 
 
 def spec_stem(path: str) -> str:
@@ -45,34 +54,189 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected at least 1, got {value}")
+    if value > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"expected at most {MAX_COUNT}, got {value}")
+    return value
+
+
+def seconds(text: str) -> float:
+    """argparse type of a time limit: a finite number of seconds above 0 (at most a day)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 < value <= 86400:  # NaN too
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0 and at most 86400, got {text}")
     return value
 
 
 class AtomicOutput:
-    """A text file written in full or not at all: lines go to ``PATH.tmp``, renamed to ``PATH``
-    when the block ends without an error (removed when it does not). ``None`` writes to stdout."""
+    """A text file written in full or not at all: lines go to a temporary file beside ``path``
+    (``.NAME.XXXX.tmp``), which replaces ``path`` when the block ends without an error and is
+    removed when it does not. ``None`` writes to stdout.
 
-    def __init__(self, path):
-        self.path = path
+    The path is checked when the object is made, so a command makes it before any work: a folder
+    that does not exist, a path that names a folder, or a folder it may not write in is a
+    ConfigurationError naming ``option``. A failed write (a full disk) is a MultigrainError naming
+    the path; nothing is left behind. An existing path that is no regular file (``/dev/null``, a
+    pipe) is written straight to, never replaced."""
+
+    def __init__(self, path, option: str = "--output-file"):
+        self.path = None if path is None else str(path)
+        self.option = option
+        self.tmp = None
+        if self.path is not None:
+            check_output_path(self.path, option)
 
     def __enter__(self):
+        import os
         import sys
+        import tempfile
 
         if self.path is None:
             self.file = sys.stdout
-        else:
-            self.tmp = f"{self.path}.tmp"
-            self.file = open(self.tmp, "w", encoding="utf-8")
+            return self.file
+        check_output_path(self.path, self.option)  # again: the folder may have gone while the command worked
+        target = os.path.realpath(self.path)  # through a link, as a shell's > would
+        if os.path.exists(target) and not os.path.isfile(target):
+            self.file = _Checked(self._open(os.open(target, os.O_WRONLY | os.O_TRUNC)), self.path)
+            return self.file
+        try:
+            fd, self.tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp",
+                                            dir=os.path.dirname(target))
+        except OSError as e:
+            from multigrain.platform.errors import ConfigurationError
+
+            raise ConfigurationError(f"{self.option} {self.path}: cannot write in its folder ({e.strerror})") from None
+        self.target = target
+        self.file = _Checked(self._open(fd), self.path)
         return self.file
+
+    @staticmethod
+    def _open(fd: int):
+        """The text file of descriptor ``fd`` (tests replace it to simulate a full disk)."""
+        import os
+
+        return os.fdopen(fd, "w", encoding="utf-8")
 
     def __exit__(self, kind, error, trace):
         import os
 
         if self.path is None:
             return False
-        self.file.close()
-        if kind is None:
-            os.replace(self.tmp, self.path)
-        else:
-            os.unlink(self.tmp)
+        try:
+            if kind is not None:
+                _quietly(self.file.close)
+            else:
+                self.file.close()  # flushes: a full disk may only show here
+                if self.tmp is not None:
+                    os.chmod(self.tmp, 0o666 & ~_umask())  # mkstemp's files are private
+                    os.replace(self.tmp, self.target)
+                    self.tmp = None
+        except OSError as e:
+            raise write_failed(self.path, e) from None
+        finally:
+            if self.tmp is not None:
+                _quietly(os.unlink, self.tmp)
+                self.tmp = None
         return False
+
+
+class _Checked:
+    """A text file whose failed write (a full disk) is a MultigrainError naming ``path``."""
+
+    def __init__(self, file, path: str):
+        self._file, self._path = file, path
+
+    def write(self, text: str) -> int:
+        try:
+            return self._file.write(text)
+        except OSError as e:
+            raise write_failed(self._path, e) from None
+
+    def flush(self) -> None:
+        try:
+            self._file.flush()
+        except OSError as e:
+            raise write_failed(self._path, e) from None
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def check_output_path(path: str, option: str = "--output-file") -> None:
+    """Refuse, as a ConfigurationError naming ``option``, an output path that cannot become a file:
+    one naming a folder, in a folder that does not exist (or is a file), or that we may not write in."""
+    import os
+
+    from multigrain.platform.errors import ConfigurationError
+
+    target = os.path.realpath(path)
+    folder = os.path.dirname(target) or "."
+    if os.path.isdir(target):
+        raise ConfigurationError(f"{option} {path}: is a folder; give the name of a file")
+    if not os.path.exists(folder):
+        raise ConfigurationError(f"{option} {path}: no such folder {os.path.dirname(path) or folder}")
+    if not os.path.isdir(folder):
+        raise ConfigurationError(f"{option} {path}: {os.path.dirname(path)} is not a folder")
+    if os.path.exists(target) and not os.path.isfile(target):
+        if not os.access(target, os.W_OK):
+            raise ConfigurationError(f"{option} {path}: not writable")
+    elif not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigurationError(f"{option} {path}: no permission to write in {os.path.dirname(path) or folder}")
+
+
+def write_failed(path: str, error: OSError):
+    """The MultigrainError of a failed write of the output file ``path``."""
+    from multigrain.platform.errors import MultigrainError
+
+    return MultigrainError(f"{path}: cannot write ({error.strerror or error}); nothing was written")
+
+
+#: errors of writing output: a full disk or quota, a file too big, a closed pipe, an I/O error
+_WRITE_ERRNOS = ("ENOSPC", "EDQUOT", "EFBIG", "EPIPE", "EIO")
+
+
+def report_write_error(error: OSError) -> bool:
+    """For ``main``: when ``error`` is a failed write (``> /dev/full``, ``| head``), print it as one
+    ``error:`` line and return True (else False: not ours to report). When stdout still holds
+    output it cannot write, it is pointed at ``/dev/null`` (the command is over), so that Python's
+    flush at exit finds nothing to complain about (no "Exception ignored ... BrokenPipeError")."""
+    import errno
+    import os
+    import sys
+
+    if not isinstance(error, BrokenPipeError) and error.errno not in {getattr(errno, n, None) for n in _WRITE_ERRNOS}:
+        return False
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, sys.stdout.fileno())
+            finally:
+                os.close(devnull)
+        except (OSError, ValueError, AttributeError):  # no file descriptor
+            pass
+    where = f" {error.filename}" if error.filename else ""
+    try:
+        print(f"error: cannot write the output{where}: {error.strerror or error}", file=sys.stderr)
+    except (OSError, ValueError):
+        pass
+    return True
+
+
+def _quietly(function, *args) -> None:
+    try:
+        function(*args)
+    except OSError:
+        pass
+
+
+def _umask() -> int:
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

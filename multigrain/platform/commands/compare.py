@@ -14,12 +14,14 @@ def register(sub) -> None:
 
 
 def compare(args) -> int:
+    from multigrain.platform.commands.common import check_output_path
     from multigrain.platform.compare import compare_runs, render
     from multigrain.platform.errors import ConfigurationError
     from multigrain.platform.tracking import open_store, tracking_uri
 
     if len(args.runs) < 2:
         raise ConfigurationError("compare needs at least two runs")
+    check_output_path(args.plot, "--plot")  # a folder or a missing folder: refused before any work
     uri = tracking_uri(args.tracking_uri)
     client = open_store(uri, create=False)
     if client is None:

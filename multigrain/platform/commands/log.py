@@ -10,11 +10,13 @@ def register(sub) -> None:
 
 
 def log(args) -> int:
-    import json
     from pathlib import Path
 
     from multigrain.platform.errors import ConfigurationError
-    from multigrain.platform.tracking import logged_run, replay
+    from multigrain.platform.jsonio import loads
+    from multigrain.platform.result_check import result_problems, spec_problems
+    from multigrain.platform.store_checks import check_store
+    from multigrain.platform.tracking import logged_run, replay, tracking_uri
 
     runs = []
     for path in map(Path, args.run_dirs):
@@ -23,12 +25,17 @@ def log(args) -> int:
         if missing:
             raise ConfigurationError(f"{path}: not a run directory (missing {', '.join(missing)})")
         try:
-            result, spec = [json.loads(f.read_text(encoding="utf-8")) for f in files]
-        except (ValueError, UnicodeDecodeError) as e:
+            result, spec = [loads(f.read_text(encoding="utf-8")) for f in files]
+        except (ValueError, UnicodeDecodeError, OSError) as e:
             raise ConfigurationError(f"{path}: unreadable run files ({e})") from None
-        if not result.get("finished"):
+        if not isinstance(result, dict) or not result.get("finished"):
             raise ConfigurationError(f"{path}: the run is not finished (resume it with multigrain train --resume)")
+        for file, problems in ((files[0], result_problems(result)), (files[1], spec_problems(spec))):
+            if problems:  # before any MLflow run exists
+                shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
+                raise ConfigurationError(f"{file}: cannot be logged: {shown}")
         runs.append((path, dict(result, run_dir=str(path)), spec))
+    check_store(tracking_uri(args.tracking_uri))
     for path, result, spec in runs:  # every directory checked before anything is logged
         known = logged_run(result, args.tracking_uri)
         if known:
@@ -43,6 +50,9 @@ def tested(result: dict) -> str:
     """``test {...}``, or for a run with named test sets (a translator) ``test tvsub bleu 0.72, ...``."""
     if result.get("test") is not None or not result.get("test_sets"):
         return f"test {result.get('test')}"
-    key = result.get("leaderboard_metric", "")
-    return "test " + ", ".join(f"{name} {key} {scores['metrics'][key]:.2f}" for name, scores in
-                               result["test_sets"].items() if key in scores.get("metrics", {}))
+    shown = []
+    for name, scores in result["test_sets"].items():
+        key = scores.get("leaderboard_metric") or result.get("leaderboard_metric", "")  # per set: cased BLEU or not
+        if key in scores.get("metrics", {}):
+            shown.append(f"{name} {key} {scores['metrics'][key]:.2f}")
+    return "test " + ", ".join(shown)

@@ -1,9 +1,12 @@
-"""``multigrain predict RUN_DIR INPUT``: predictions of a run's model, one JSON line per example."""
+"""``multigrain predict RUN_DIR INPUT``: predictions of a run's model, one JSON line per example; an
+input the model cut (a translator's source over ``max_source_length`` with ``truncate: true``) is
+marked ``"truncated": true`` in its prediction, and one warning per file says how many were cut."""
 from __future__ import annotations
 
 import json
 import sys
 
+from multigrain.platform.commands.checks import DEVICES, device
 from multigrain.platform.commands.common import AtomicOutput, add_reader_arg, positive_int
 
 
@@ -16,22 +19,39 @@ def register(sub) -> None:
     p.add_argument("--use-dataset-reader", action="store_true",
                    help="read INPUT with the spec's reader (--reader) even when it ends in .jsonl/.json")
     add_reader_arg(p)
-    p.add_argument("--device")
+    p.add_argument("--device", type=device, help=f"where the model runs: {DEVICES} (default: the spec's "
+                                                 f"trainer.cuda_device, else a GPU if there is one)")
     p.set_defaults(func=predict)
 
 
 def predict(args) -> int:
+    from multigrain.platform.errors import DataError
     from multigrain.platform.runs import Run
 
+    output = AtomicOutput(args.output_file)  # a path that cannot become a file is refused before any work
     archive = Run.open(args.archive).load_archive(device=args.device, reader=args.reader)
     from_reader = args.use_dataset_reader or not args.input.endswith((".jsonl", ".json"))
     instances = archive.read(args.input) if from_reader else archive.read_json_lines(args.input)
-    predicted = 0
-    with AtomicOutput(args.output_file) as out:  # a later failure leaves no half-written file
+    if not instances:
+        raise DataError(args.input, None, "no instances in the file (" + (
+            f"the {args.reader} reader kept none)" if from_reader else "it is empty or holds only blank lines)"))
+    predicted = cut = 0
+    with output as out:  # a later failure leaves no half-written file
         for pred in archive.predict_batches(instances, args.batch_size):
             out.write(json.dumps(pred, ensure_ascii=False) + "\n")
             predicted += 1
+            cut += isinstance(pred, dict) and pred.get("truncated") is True
     how = f"with the {args.reader} reader ({getattr(archive.reader, 'registered_name', '?')})" if from_reader \
         else "as JSON lines"
     print(f"{args.input}: {len(instances)} instances read {how}, {predicted} predicted", file=sys.stderr)
+    if cut:
+        print(truncation_warning(args.input, cut, predicted, archive.model), file=sys.stderr)
     return 0
+
+
+def truncation_warning(path: str, cut: int, total: int, model) -> str:
+    """One warning for a file whose inputs the model cut (predictions marked ``"truncated": true``)."""
+    limit = getattr(model, "max_source_length", None)
+    return (f"warning: {path}: {cut} of {total} inputs were longer than the model takes"
+            f"{f' (max_source_length {limit})' if limit is not None else ''} and were cut; only their beginning "
+            f"was predicted (their predictions say \"truncated\": true)")

@@ -16,8 +16,7 @@ def register(sub) -> None:
 
 
 def quickstart(args) -> int:
-    import shutil
-
+    from multigrain.platform import run_marker
     from multigrain.platform.commands.train import print_result
     from multigrain.platform.runs import Run
     from multigrain.platform.specs import load_spec
@@ -31,8 +30,7 @@ def quickstart(args) -> int:
             print(f"{path}: already trained in {run.run_dir} (spec hash {run.spec_hash[:12]}); "
                   f"delete that directory to train again")
         else:
-            if run.run_dir.exists():
-                shutil.rmtree(run.run_dir)  # an interrupted quickstart starts over
+            run_marker.clear(run.run_dir)  # an interrupted quickstart starts over (only our files go)
             print(f"training {path} -> {run.run_dir}", flush=True)
             print_result(run.train(logger=RunLogger(args.tracking_uri)))
         boards.append(experiment_name(run.identity))

@@ -17,7 +17,7 @@ def register(sub) -> None:
     p.add_argument("--resume", action="store_true", help="continue the run in -s bit-identically; with a larger "
                    "trainer.num_epochs (and nothing else changed) extend it, when the schedule does not depend on "
                    "num_epochs")
-    p.add_argument("--stop-after-epoch", type=int, help="stop after this many epochs (resume later)")
+    p.add_argument("--stop-after-epoch", type=positive_int, help="stop after this many epochs (resume later)")
     p.add_argument("--tracking-uri", help="MLflow tracking URI (default sqlite:///mlruns.db)")
     p.add_argument("--no-tracking", action="store_true", help="do not log to MLflow")
     p.add_argument("--workers", type=positive_int, metavar="N",
@@ -29,10 +29,14 @@ def register(sub) -> None:
 
 
 def train(args) -> int:
+    from multigrain.platform.commands.checks import check_run_dir
+
+    if args.serialization_dir is not None:  # before anything is read: a file, /proc, a name too long...
+        check_run_dir(args.serialization_dir)
+    spec = load_spec_args(args)  # before torch is imported: the Jsonnet child forks from a small process
     from multigrain.platform.runs import Run
     from multigrain.platform.tracking import RunLogger
 
-    spec = load_spec_args(args)
     if args.workers is not None:
         from multigrain.platform.errors import ConfigurationError
         from multigrain.platform.training import with_workers
@@ -42,6 +46,11 @@ def train(args) -> int:
         spec, note = with_workers(spec, args.workers)
         if note:
             print(f"note: {note}", file=sys.stderr)
+    if args.serialization_dir is None:  # runs/<spec name>-<hash8>: a spec's name may be too long for it
+        from multigrain.platform.runs import default_run_dir
+        from multigrain.platform.specs import spec_hash
+
+        check_run_dir(default_run_dir(args.spec, spec_hash(spec)), "run directory")
     run = Run(spec, args.serialization_dir, source=args.spec)
     cluster = None
     if run.trainer.workers > 1:

@@ -11,10 +11,10 @@ def register(sub) -> None:
 
 
 def validate(args) -> int:
+    spec = load_spec_args(args)  # before torch is imported: the Jsonnet child forks from a small process
     from multigrain.platform.experiment import validate_spec
     from multigrain.platform.specs import spec_hash
 
-    spec = load_spec_args(args)
     validate_spec(spec, args.spec)
     print(f"{args.spec}: valid (spec hash {spec_hash(spec)})")
     return 0

@@ -1,11 +1,13 @@
-"""The check shared by serving and evaluation: every run directory is an archive, every data
-file exists, and each archive gets a unique URL-safe name - before Ray starts."""
+"""The check shared by serving and evaluation: every run directory is an archive whose plugins
+the user imported, every data file exists, and each archive gets a unique URL-safe name - before
+Ray starts."""
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
 from multigrain.platform.errors import ConfigurationError
+from multigrain.platform.plugins import check_recorded
 
 
 def check_archives(run_dirs: list[str], data_paths: tuple = ()) -> dict[str, str]:
@@ -18,6 +20,11 @@ def check_archives(run_dirs: list[str], data_paths: tuple = ()) -> dict[str, str
             problems.append(f"{rd}: not a multigrain run directory (no config.json)")
         elif not (path / "best.pt").exists():
             problems.append(f"{rd}: no best.pt (did its training finish an epoch?)")
+        else:
+            try:  # the plugins it names must be the user's (--include-package): the replicas get those
+                check_recorded(path)
+            except ConfigurationError as e:
+                problems.append(str(e))
         base = re.sub(r"[^A-Za-z0-9_.-]+", "-", path.resolve().name) or "model"
         name, n = base, 2
         while name in names:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from multigrain.platform.errors import ConfigurationError, MultigrainError
 from multigrain.platform.ray.archives import check_archives
@@ -16,9 +16,14 @@ from multigrain.platform.ray.cluster import RemoteError, cluster_resources, erro
 
 
 class ArchiveEvaluator:
-    """An actor that keeps archives loaded and evaluates them on data files."""
+    """An actor that keeps archives loaded and evaluates them on data files. ``included``: the
+    plugins the user included in the driver (``plugins.travelling``), imported first (a run
+    directory never imports its own)."""
 
-    def __init__(self):
+    def __init__(self, included: Sequence = ()):
+        from multigrain.platform.plugins import include_travelled
+
+        include_travelled(included)
         self.runs: dict[str, Any] = {}  # run dir -> (Run, Archive)
 
     def pid(self) -> int:
@@ -30,7 +35,7 @@ class ArchiveEvaluator:
         (``multigrain evaluate``'s choice), or on its spec's test set ``test_set``; batches of the
         spec's ``eval_batch_size`` unless ``batch_size``."""
         from multigrain.platform.runs import Run
-        from multigrain.platform.test_sets import evaluate_named, tracking_tags
+        from multigrain.platform.test_sets import evaluate_named, ranking_metric, tracking_tags
 
         os.environ["MULTIGRAIN_QUIET"] = "1"
         try:
@@ -45,7 +50,7 @@ class ArchiveEvaluator:
         except MultigrainError as e:
             raise RemoteError(str(e)) from None
         row = {"run_dir": run_dir, "data": data_path, "reader": reader, "examples": examples, "metrics": metrics,
-               "leaderboard_metric": getattr(archive.model, "leaderboard_metric", None), "pid": os.getpid(),
+               "leaderboard_metric": ranking_metric(archive.model), "pid": os.getpid(),
                "tracking_tags": tracking_tags(archive.model)}
         if test_set is not None:
             row["test_set"] = test_set
@@ -79,13 +84,16 @@ def split_data_arguments(run_dirs: list[str], data: list[str]) -> tuple[list[str
 
 
 def evaluator_pool(n: int, num_cpus: float = 1.0, num_gpus: float = 0.0, max_restarts: int = 2) -> list:
-    """``n`` evaluator actors; one that dies is restarted (archives reloaded on demand) and the
-    call it was running is retried."""
+    """``n`` evaluator actors, each importing the plugins the user included here; one that dies
+    is restarted (archives reloaded on demand) and the call it was running is retried."""
     import ray
+
+    from multigrain.platform.plugins import travelling
 
     cls = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus, max_restarts=max_restarts,
                      max_task_retries=max_restarts)(ArchiveEvaluator)
-    return [cls.remote() for _ in range(n)]
+    included = travelling()
+    return [cls.remote(included) for _ in range(n)]
 
 
 def evaluate_all(run_dirs: list[str], data_paths: list[str], actors: Optional[int] = None, num_cpus: float = 1.0,

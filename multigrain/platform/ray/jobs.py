@@ -62,7 +62,7 @@ def job_entrypoint(spec: dict, name: str, run_dir: Optional[str] = None, trackin
     ASCII JSON - under ``.multigrain/jobs/``, then ``multigrain train`` it. Relative paths in the
     spec (data, run dir) are relative to that directory: ``cwd``, else the runtime env's
     ``working_dir``, else where the cluster runs job drivers; so are ``include_packages``
-    (``--include-package``: the modules must be there too)."""
+    (the user's ``--include-package`` names, never a run directory's: the modules must be there too)."""
     from multigrain.platform.specs import spec_hash
 
     digest = spec_hash(spec)

@@ -1,7 +1,8 @@
 """Serving archives over HTTP with Ray Serve: one application per archive at
 ``/predict/<name>``, its replicas holding the model in memory.
 
-Every request is bounded before a model sees it (``Limits``): the body's size (413), the number
+Every request is bounded before a model sees it (``Limits``, ``serve_batching``, which also
+batches the requests that arrive together): the body's size (413), the number
 of instances (413), each text's length (413, naming the limit and its option), and its shape
 (400: every client error is a 4xx with one clear message, never a 500).
 
@@ -16,136 +17,16 @@ archive (Serve forbids ``max_restarts`` on replicas).
 """
 from __future__ import annotations
 
-import asyncio
-import json
 import os
 import socket
-from dataclasses import asdict, dataclass
-from typing import Any, Optional
+from dataclasses import asdict
+from typing import Any, Optional, Sequence
 
 from multigrain.platform.errors import ConfigurationError, MultigrainError
 from multigrain.platform.ray.cluster import gpus_per_actor
-
-#: the string fields a model's ``text_to_instance`` reads (tagger, classifiers, span reader);
-#: each is checked to be a non-empty string (``chars``: a string or a list of strings) and counted
-TEXT_KEYS = ("text", "chars", "text_a", "text_b", "question", "context")
-RETRY_AFTER_S = 1
-
-
-@dataclass(frozen=True)
-class Limits:
-    """The bounds of one request; the CLI option of each is named in its 413 message."""
-
-    max_body_bytes: int = 1 << 20       # --max-body-bytes
-    max_text_chars: int = 20_000        # --max-text-chars: per text field of an instance
-    max_instances: int = 256            # --max-instances: per request
-    long_input_chars: int = 4_000       # --long-input-chars: over this in all -> the long-input replica; 0: none
-    long_input_queue: int = 4           # long requests waiting per ingress replica before 429
-    max_ongoing_requests: int = 64      # per ingress replica, held by it (fewer: Serve's proxy polls for room)
-    max_queued_requests: int = 256      # waiting at the proxy before 429 (Serve's max_queued_requests)
-    request_timeout_s: float = 120.0    # --request-timeout: end to end, then 408
-
-    def check(self) -> None:
-        for key, value in asdict(self).items():
-            low = 0 if key == "long_input_chars" else 1  # 0: no long-input replica
-            if key != "request_timeout_s" and value < low:
-                raise ConfigurationError(f"--{key.replace('_', '-')} {value}: must be at least {low}")
-        if not self.request_timeout_s > 0:
-            raise ConfigurationError(f"--request-timeout {self.request_timeout_s}: must be more than 0 seconds")
-
-
-class RequestError(Exception):
-    """A client error: its HTTP status (4xx) and the one-line message sent back."""
-
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status, self.message = status, message
-
-
-def json_type(value: Any) -> str:
-    kinds = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string",
-             list: "a list", dict: "an object"}
-    return kinds.get(type(value), type(value).__name__)
-
-
-def _no_constant(name: str):  # NaN, Infinity, -Infinity
-    raise ValueError(f"{name} is not a JSON value")
-
-
-async def read_body(request, limit: int) -> bytes:
-    """The body, refused (413) as soon as it is known to be over ``limit`` bytes: from its
-    Content-Length before reading anything, else while it streams in."""
-    declared = request.headers.get("content-length")
-    if declared is not None:
-        if not declared.strip().isdigit():
-            raise RequestError(400, f"Content-Length {declared!r} is not a number of bytes")
-        if int(declared) > limit:
-            raise RequestError(413, f"the body is {int(declared)} bytes, over the limit of {limit} bytes "
-                                    f"(multigrain serve --max-body-bytes)")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise RequestError(413, f"the body is over the limit of {limit} bytes (multigrain serve --max-body-bytes)")
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def text_length(where: str, value: Any, key: str) -> int:
-    """Characters of one text field; 400 unless it is a non-empty string (``chars``: or a list of
-    strings)."""
-    if key == "chars" and isinstance(value, list):
-        if not all(isinstance(c, str) for c in value):
-            bad = next(c for c in value if not isinstance(c, str))
-            raise RequestError(400, f"{where}: expected a string or a list of strings, found {json_type(bad)} in it")
-        length = sum(len(c) for c in value)
-    elif isinstance(value, str):
-        length = len(value)
-    else:
-        raise RequestError(400, f"{where}: expected a string, got {json_type(value)}")
-    if length == 0:
-        raise RequestError(400, f"{where}: empty; expected some text")
-    return length
-
-
-def parse_instances(body: bytes, limits: Limits) -> tuple[list[dict], int]:
-    """The request's instances and their characters in all, or a ``RequestError``: 400 for a
-    body that is not ``{"instances": [{"text": "..."}, ...]}``, 413 over a limit."""
-    shape = 'expected a JSON object {"instances": [{"text": "..."}, ...]}'
-    try:
-        payload = json.loads(body, parse_constant=_no_constant)
-    except RecursionError:
-        raise RequestError(400, "the body is not valid JSON: nested too deeply") from None
-    except ValueError as e:  # also UnicodeDecodeError
-        raise RequestError(400, f"the body is not valid JSON: {e}") from None
-    try:  # \ud800-style escapes decode to lone surrogates, which no answer could hold
-        json.dumps(payload, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise RequestError(400, f"the body is not valid Unicode: a lone surrogate {e.object[e.start]!r}") from None
-    if not isinstance(payload, dict):
-        raise RequestError(400, f"{shape}, got {json_type(payload)}")
-    if "instances" not in payload:
-        raise RequestError(400, f'{shape}: no "instances" key')
-    instances = payload["instances"]
-    if not isinstance(instances, list):
-        raise RequestError(400, f'"instances": expected a list of objects, got {json_type(instances)}')
-    if len(instances) > limits.max_instances:
-        raise RequestError(413, f"{len(instances)} instances, over the limit of {limits.max_instances} per request "
-                                f"(multigrain serve --max-instances)")
-    total = 0
-    for n, instance in enumerate(instances):
-        if not isinstance(instance, dict):
-            raise RequestError(400, f'instances[{n}]: expected an object like {{"text": "..."}}, '
-                                    f"got {json_type(instance)}")
-        for key in TEXT_KEYS:
-            if key in instance:
-                length = text_length(f"instances[{n}].{key}", instance[key], key)
-                if length > limits.max_text_chars:
-                    raise RequestError(413, f"instances[{n}].{key}: {length} characters, over the limit of "
-                                            f"{limits.max_text_chars} characters per text "
-                                            f"(multigrain serve --max-text-chars)")
-                total += length
-    return instances, total
+from multigrain.platform.ray.serve_batching import (  # noqa: F401  (the request path; imported from here too)
+    RETRY_AFTER_S, TEXT_KEYS, Batcher, Limits, RequestError, batch_examples, json_type, parse_instances, read_body,
+    text_length)
 
 
 def loopback_replica_server() -> None:
@@ -172,11 +53,13 @@ def loopback_replica_server() -> None:
 
 class LoadedArchive:
     """One archive's model in a replica: examples from request instances (400 when the model
-    cannot make one)."""
+    cannot make one). It imports the user's plugins (``plugins.travelling``) before the run."""
 
-    def __init__(self, run_dir: str, batch_size: Optional[int] = None):
+    def __init__(self, run_dir: str, batch_size: Optional[int] = None, included: Sequence = ()):
+        from multigrain.platform.plugins import include_travelled
         from multigrain.platform.runs import Run
 
+        include_travelled(included)
         self.archive = Run.open(run_dir).load_archive()
         self.batch_size = batch_size  # None: the spec's data_loader.eval_batch_size
 
@@ -199,56 +82,18 @@ class LoadedArchive:
         return [p for x in self.examples(instances) for p in self.archive.predict_batches([x], 1)]
 
 
-class Batcher:
-    """An ingress replica's model calls: one at a time, in a thread of their own (the event loop
-    goes on reading and checking requests); the requests that arrive meanwhile are predicted
-    together in the next call (up to ``max_examples``), each failure kept to its own request."""
+def log_truncated(predictions: list) -> Optional[str]:
+    """One log line (warning, on the replica's log) for a request some of whose inputs the model
+    cut: their predictions say ``"truncated": true``. Returns the line (None when none was cut)."""
+    import logging
 
-    def __init__(self, loaded: LoadedArchive, max_examples: int = 64):
-        from concurrent.futures import ThreadPoolExecutor
-
-        self.loaded, self.max_examples = loaded, max_examples
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="predict")
-        self.waiting: list = []
-        self.running = False
-
-    async def predict(self, examples: list) -> list:
-        future = asyncio.get_running_loop().create_future()
-        self.waiting.append((examples, future))
-        if not self.running:
-            self.running = True
-            asyncio.get_running_loop().create_task(self._run())
-        return await future
-
-    async def _run(self) -> None:
-        try:
-            while self.waiting:
-                batch, size = [], 0
-                while self.waiting and (not batch or size + len(self.waiting[0][0]) <= self.max_examples):
-                    examples, future = self.waiting.pop(0)
-                    if not future.done():  # not cancelled (client gone)
-                        batch.append((examples, future))
-                        size += len(examples)
-                if not batch:
-                    continue
-                results = await asyncio.get_running_loop().run_in_executor(
-                    self.executor, self._predict, [examples for examples, _ in batch])
-                for (_, future), result in zip(batch, results):
-                    if not future.done():
-                        (future.set_exception if isinstance(result, Exception) else future.set_result)(result)
-        finally:
-            self.running = False
-
-    def _predict(self, groups: list[list]) -> list:
-        try:
-            flat = list(self.loaded.archive.predict_batches([x for g in groups for x in g], self.loaded.batch_size))
-        except Exception as e:  # noqa: BLE001 - handed to the request(s) it belongs to
-            return [e] if len(groups) == 1 else [self._predict([g])[0] for g in groups]
-        out, start = [], 0
-        for group in groups:
-            out.append(flat[start:start + len(group)])
-            start += len(group)
-        return out
+    cut = [i for i, p in enumerate(predictions) if isinstance(p, dict) and p.get("truncated") is True]
+    if not cut:
+        return None
+    line = (f"multigrain serve: {len(cut)} of {len(predictions)} inputs of a request were cut to the model's "
+            f"maximum length (instances {', '.join(map(str, cut[:10]))}{', ...' if len(cut) > 10 else ''})")
+    logging.getLogger("ray.serve").warning(line)
+    return line
 
 
 def _error(status: int, message: str, headers: Optional[dict] = None):
@@ -263,10 +108,10 @@ class ArchivePredictor:
     predicted here; long ones (``Limits.long_input_chars``) go to ``long_inputs``."""
 
     def __init__(self, run_dir: str, batch_size: Optional[int] = None, limits: Optional[dict] = None,
-                 long_inputs: Any = None):
+                 long_inputs: Any = None, included: Sequence = (), max_batch: int = 64):
         loopback_replica_server()
-        self.loaded = LoadedArchive(run_dir, batch_size)
-        self.batcher = Batcher(self.loaded)
+        self.loaded = LoadedArchive(run_dir, batch_size, included)
+        self.batcher = Batcher(self.loaded, max_batch)  # texts per forward pass
         self.limits = Limits(**(limits or {}))
         self.long_inputs = long_inputs  # a DeploymentHandle of LongInputPredictor, or None
 
@@ -285,6 +130,7 @@ class ArchivePredictor:
         except (RequestError, MultigrainError) as e:
             status = getattr(e, "status", 400)
             return _error(status, str(e), {"Retry-After": str(RETRY_AFTER_S)} if status == 429 else None)
+        log_truncated(predictions)
         return JSONResponse({"predictions": predictions})
 
     async def _long(self, instances: list[dict]) -> list:
@@ -305,7 +151,7 @@ class LongInputPredictor:
     lower CPU priority than the ingress replicas (and one torch thread) so that they keep the
     processor for short requests."""
 
-    def __init__(self, run_dir: str, batch_size: Optional[int] = None, niceness: int = 10):
+    def __init__(self, run_dir: str, batch_size: Optional[int] = None, niceness: int = 10, included: Sequence = ()):
         try:
             os.nice(niceness)
         except OSError:  # not permitted here: same priority, still a process of its own
@@ -314,7 +160,7 @@ class LongInputPredictor:
 
         loopback_replica_server()
         torch.set_num_threads(1)
-        self.loaded = LoadedArchive(run_dir, batch_size)
+        self.loaded = LoadedArchive(run_dir, batch_size, included)
 
     def predict(self, instances: list[dict]):
         try:
@@ -368,28 +214,33 @@ def start_service(named: dict[str, str], host: str = "127.0.0.1", port: int = 80
                   num_cpus: float = 1.0, num_gpus: Optional[float] = None,
                   limits: Optional[Limits] = None) -> dict[str, str]:
     """One Serve application per archive at ``/predict/<name>``: ``replicas`` ingress replicas
-    and, unless ``limits.long_input_chars`` is 0, one long-input replica; returns name -> URL."""
+    and, unless ``limits.long_input_chars`` is 0, one long-input replica (each importing the
+    user's plugins, ``plugins.travelling``); returns name -> URL."""
     from ray import serve
+
+    from multigrain.platform.plugins import travelling
 
     limits = limits or Limits()
     limits.check()
+    max_batch = batch_examples()  # MULTIGRAIN_SERVE_MAX_BATCH here, where the command runs
     actor = replica_resources(num_cpus, num_gpus, limits)
     logging = {"enable_access_log": False}  # a log line per request costs the proxy and replica ~1/4 of their time
     shutdown = {"graceful_shutdown_wait_loop_s": 0.5, "graceful_shutdown_timeout_s": 2.0, "logging_config": logging}
     serve.start(http_options={"host": host, "port": port, "request_timeout_s": limits.request_timeout_s},
                 logging_config=logging)
-    urls = {}
+    urls, included = {}, travelling()
     for name, run_dir in named.items():
         long_inputs = None
         if limits.long_input_chars:
             long_inputs = serve.deployment(
                 LongInputPredictor, name="long_inputs", num_replicas=1, max_ongoing_requests=1,
-                max_queued_requests=limits.long_input_queue, ray_actor_options=actor, **shutdown).bind(run_dir)
+                max_queued_requests=limits.long_input_queue, ray_actor_options=actor, **shutdown).bind(run_dir, included=included)
         ingress = serve.deployment(
             ArchivePredictor, name="predictor", num_replicas=replicas,
             max_ongoing_requests=limits.max_ongoing_requests, max_queued_requests=limits.max_queued_requests,
             backpressure_config={"status_code": 429, "retry_after_s": RETRY_AFTER_S},
             ray_actor_options=actor, **shutdown)
-        serve.run(ingress.bind(run_dir, None, asdict(limits), long_inputs), name=name, route_prefix=f"/predict/{name}")
+        serve.run(ingress.bind(run_dir, None, asdict(limits), long_inputs, included, max_batch=max_batch), name=name,
+                  route_prefix=f"/predict/{name}")
         urls[name] = url_of(host, port, name)
     return urls

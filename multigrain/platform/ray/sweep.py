@@ -284,8 +284,8 @@ class SweepMonitor:
 
 
 def _trial_task(spec: dict, run_dir: str, index: int, monitor, cwd: str, hide_gpus: bool,
-                include_packages: tuple = ()) -> dict:
-    """What a Ray worker runs for one trial."""
+                included: list = ()) -> dict:
+    """What a Ray worker runs for one trial; ``included``: the user's plugins (``plugins.travelling``)."""
     import ray
 
     os.environ["MULTIGRAIN_QUIET"] = "1"
@@ -294,11 +294,10 @@ def _trial_task(spec: dict, run_dir: str, index: int, monitor, cwd: str, hide_gp
     gpu_ids = [str(g) for g in ray.get_gpu_ids()]
     if hide_gpus and not gpu_ids:
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
-    if include_packages:  # found in the driver's working directory, as the driver found them
-        from multigrain.platform.plugins import include
+    if included:  # the user's --include-package list, from where the driver found each (never a run's)
+        from multigrain.platform.plugins import include_travelled
 
-        for name in include_packages:
-            include(name, search_dir=cwd)
+        include_travelled(included)
     node = ray.get_runtime_context().get_node_id()
     monitor.started.remote(index, os.getpid(), node, gpu_ids)
     from multigrain.platform.runs import trainer_settings
@@ -320,11 +319,14 @@ def _trial_task(spec: dict, run_dir: str, index: int, monitor, cwd: str, hide_gp
 def run_sweep(trials: list[Trial], options: dict, max_retries: int = 2, uri: Optional[str] = None,
               on_update: Optional[Callable[[list[Trial]], None]] = None, poll: float = 0.5,
               include_packages: tuple = ()) -> list[Trial]:
-    """Run every PENDING trial as a Ray task and log each finished one from this process."""
+    """Run every PENDING trial as a Ray task and log each finished one from this process. The
+    trials import the plugins the user included here (``include_packages``: their names; see
+    ``plugins.travelling``)."""
     import ray
     from ray.exceptions import RayError
 
     from multigrain.platform import tracking
+    from multigrain.platform.plugins import travelling
 
     monitor = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)(SweepMonitor).remote()
     remote_options = dict(options)
@@ -333,10 +335,11 @@ def run_sweep(trials: list[Trial], options: dict, max_retries: int = 2, uri: Opt
         remote_options["max_calls"] = 1  # a worker that hid its GPUs from torch is not reused
     task = ray.remote(max_retries=max_retries, retry_exceptions=False, **remote_options)(_trial_task)
     cwd = os.getcwd()
+    included = travelling(include_packages)
     pending = {}
     for t in trials:
         if t.state == "PENDING":
-            pending[task.remote(t.spec, t.run_dir, t.index, monitor, cwd, hide_gpus, tuple(include_packages))] = t
+            pending[task.remote(t.spec, t.run_dir, t.index, monitor, cwd, hide_gpus, included)] = t
             t.state = "QUEUED"
     by_index = {t.index: t for t in trials}
     try:

@@ -44,8 +44,8 @@ if TYPE_CHECKING:
 class RayTrainCluster:
     """Where the workers of a data-parallel training run: ``address`` None or ``"local"`` starts Ray in
     this process (listening on 127.0.0.1 only) and stops it afterwards; ``HOST:PORT`` or ``auto``
-    joins a running cluster. An already initialised Ray is used as it is. ``include_packages`` are
-    imported on every worker (``--include-package``)."""
+    joins a running cluster. An already initialised Ray is used as it is. Every worker imports the
+    plugins the user included in this process, and ``include_packages`` (``plugins.travelling``)."""
 
     address: Optional[str] = None
     include_packages: tuple = ()
@@ -108,13 +108,17 @@ class Replicas:
         """Where the run trained, for its results."""
         return f"Ray Train: {self.workers} workers ({self.backend}, {'one GPU' if self.use_gpu else 'CPU'} each)"
 
-    def train(self, resume: bool, stop_after_epoch: Optional[int], live) -> tuple[dict, bool, float]:
+    def train(self, resume: bool, stop_after_epoch: Optional[int], live,
+              epoch_lines: bool = True) -> tuple[dict, bool, float]:
         """Run the epochs on the workers; returns (the trainer's summary, finished, training seconds
-        of earlier calls). ``live`` (``live_log.LiveLog``) gets every epoch as rank 0 reports it."""
+        of earlier calls). ``live`` (``live_log.LiveLog``) gets every epoch as rank 0 reports it;
+        ``epoch_lines``: print each epoch's summary line (``epoch_log``, as a one-process run does)."""
         import ray
         from ray.train import RunConfig, ScalingConfig
         from ray.train.torch import TorchConfig, TorchTrainer
         from ray.util.queue import Queue
+
+        from multigrain.platform.plugins import travelling
 
         self._connect()
         storage = tempfile.mkdtemp(prefix="multigrain-ray-train-")  # Ray Train's own files; ours are in run_dir
@@ -123,14 +127,14 @@ class Replicas:
             queue = Queue(actor_options={"num_cpus": 0})
             config = {"spec": self.run.spec, "run_dir": str(Path(self.run.run_dir).resolve()), "resume": resume,
                       "stop_after_epoch": stop_after_epoch, "cwd": os.getcwd(), "queue": queue,
-                      "include_packages": tuple(self.cluster.include_packages)}
+                      "plugins": travelling(self.cluster.include_packages)}
             trainer = TorchTrainer(_replica_loop, train_loop_config=config,
                                    scaling_config=ScalingConfig(num_workers=self.workers, use_gpu=self.use_gpu),
                                    torch_config=TorchConfig(backend=self.backend),
                                    run_config=RunConfig(name=f"multigrain-{self.run.spec_hash[:8]}",
                                                         storage_path=storage))
             with _ray_train_env(self.cluster.local):
-                done = _fit_draining(trainer, queue, live, self.run.trainer.num_epochs)
+                done = _fit_draining(trainer, queue, live, self.run.trainer if epoch_lines else None)
         finally:
             if queue is not None:
                 ray.kill(queue.actor)
@@ -143,10 +147,11 @@ class Replicas:
         return done
 
 
-def _fit_draining(trainer, queue, live, num_epochs: int) -> Optional[tuple[dict, bool, float]]:
+def _fit_draining(trainer, queue, live, lines=None) -> Optional[tuple[dict, bool, float]]:
     """``trainer.fit()`` in a thread (Ray Train then leaves this process's SIGINT handler alone:
     Ctrl-C and SIGTERM stop the command as they stop a one-process training) while this thread
-    takes rank 0's reports off ``queue``: epochs to ``live``, and the final summary."""
+    takes rank 0's reports off ``queue``: epochs to ``live`` (and with ``lines``, the run's
+    ``TrainerConfig``, their summary lines to stderr), and the final summary."""
     from ray.util.queue import Empty
 
     outcome: dict = {}
@@ -170,9 +175,10 @@ def _fit_draining(trainer, queue, live, num_epochs: int) -> Optional[tuple[dict,
                 break
             continue
         if item[0] == "epoch":
-            _, epoch, record, history = item
+            _, epoch, record, history, progress = item
             live.epoch(epoch, record, history)
-            _print_epoch(epoch, num_epochs, record)
+            if lines is not None:
+                _print_epoch(lines, record, progress)
         else:
             done = item[1:]
     thread.join()
@@ -202,13 +208,13 @@ def _ray_train_env(local: bool):
             os.environ.pop(k, None)
 
 
-def _print_epoch(epoch: int, num_epochs: int, record: dict) -> None:
-    from multigrain.platform.progress import quiet
+def _print_epoch(config, record: dict, progress: dict) -> None:
+    """The epoch's summary line, the one a one-process training prints (``epoch_log``), from rank
+    0's best score so far and training seconds."""
+    from multigrain.platform.epoch_log import epoch_line
 
-    if not quiet():
-        numbers = "  ".join(f"{k} {v:.4f}" for k, v in record.items()
-                            if k != "epoch" and isinstance(v, float))
-        print(f"epoch {epoch}/{num_epochs}  {numbers}", file=sys.stderr, flush=True)
+    print(epoch_line(record, config.num_epochs, config.metric_name, progress["best"], progress["best_epoch"],
+                     progress["seconds"]), file=sys.stderr, flush=True)
 
 
 def _worker_error(error: BaseException) -> BaseException:
@@ -244,15 +250,18 @@ def _replica_loop(config: dict) -> None:
     os.environ["MULTIGRAIN_QUIET"] = "1"  # the driver prints rank 0's epochs
     if os.path.isdir(config["cwd"]):
         os.chdir(config["cwd"])  # relative data paths mean what they meant to the driver
-    if config["include_packages"]:
-        from multigrain.platform.registry import import_package
+    if config["plugins"]:  # the user's --include-package list (never a run directory's)
+        from multigrain.platform.plugins import include_travelled
 
-        for name in config["include_packages"]:
-            import_package(name)
+        include_travelled(config["plugins"])
     context = ray.train.get_context()
     device = ray.train.torch.get_device()
     replica = Replica(context.get_world_rank(), context.get_world_size(), device,
                       wrap=lambda model: ray.train.torch.prepare_model(model, move_to_device=device))
+    if not replica.chief:  # rank 0 alone prints progress lines (every 30 s of a long stage or epoch)
+        from multigrain.platform.progress import INTERVAL_ENV
+
+        os.environ[INTERVAL_ENV] = "off"
     exp = build(Experiment, config["spec"], validated=True)  # validated by the driver
     seed_everything(exp.seed)
     run_dir = Path(config["run_dir"])
@@ -265,8 +274,9 @@ def _replica_loop(config: dict) -> None:
 
     def on_epoch(epoch: int, record: dict) -> None:
         ray.train.report({k: v for k, v in record.items() if isinstance(v, (int, float))})
-        if replica.chief:
-            queue.put(("epoch", epoch, record, list(trainer.history)))
+        if replica.chief:  # with what the driver's epoch line shows besides the record
+            queue.put(("epoch", epoch, record, list(trainer.history),
+                       {"best": trainer.best, "best_epoch": trainer.best_epoch, "seconds": trainer.seconds}))
 
     trainer = Trainer(exp.trainer, model, batches_for(model, train, exp.data_loader, exp.seed, True),
                       eval_batches(model, dev, exp.data_loader) if dev else None, run_dir, on_epoch, replica)

@@ -1,7 +1,8 @@
 """``multigrain serve`` under bad and heavy input: body and text limits (413 naming the limit),
 client errors as 400 (never 500), a short request answered while a long one is in flight,
 every process of its Ray listening on 127.0.0.1 only and gone within 10 s of the stop, and
-one clear error (exit 2) for a port it cannot use.
+one clear error (exit 2) for a port it cannot use; requests predicted together in one forward
+pass answered as they would be one by one.
 
 The request tests share one ``multigrain serve`` process (a tiny BiLSTM-CRF trained once for
 the module, small limits); the request-parsing rules are also checked without Ray."""
@@ -21,8 +22,8 @@ import pytest
 
 from multigrain.platform.commands import main as cli_main
 from multigrain.platform.errors import ConfigurationError
-from multigrain.platform.ray.serve import (Batcher, Limits, RequestError, check_fits, parse_instances, read_body,
-                                           replica_resources)
+from multigrain.platform.ray.serve import (Batcher, Limits, LoadedArchive, RequestError, batch_examples, check_fits,
+                                           parse_instances, read_body, replica_resources)
 from tests.conftest import ROOT
 from tests.platform.distributed.ray_head import free_port
 from tests.conftest import resume_tagger_spec, write_spec
@@ -323,12 +324,51 @@ class Server:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def tiny_run(tmp_path_factory) -> Path:
+    """A tiny BiLSTM-CRF, trained once for the module."""
     directory = tmp_path_factory.mktemp("serve_limits")
     run_dir = directory / "tiny"
     spec = write_spec(directory, resume_tagger_spec(directory / "data"))
     assert cli_main(["train", spec, "-s", str(run_dir), "--no-tracking"]) == 0
-    served = Server(run_dir, directory / "serve.log")
+    return run_dir
+
+
+def test_a_batch_predicts_what_its_requests_would_one_by_one(tiny_run):
+    """Requests that arrive together are predicted in one forward pass (padded to the longest
+    text of the batch, lengths masked): each gets the predictions it would get alone."""
+    loaded = LoadedArchive(str(tiny_run))
+    texts = [SENTENCE, "张三", "现任北京大学教授", SENTENCE * 3, "中国国籍", "1962年出生，中国国籍", "教", "北京" * 40]
+    requests = [[{"text": t}] for t in texts] + [[{"text": a}, {"text": b}] for a, b in zip(texts, reversed(texts))]
+    alone = [loaded.predict_one_by_one(r) for r in requests]
+    assert [p["text"] for p in alone[0]] == [SENTENCE] and len(alone[0][0]["tags"]) == len(SENTENCE)
+    sizes, predict_batches = [], loaded.archive.predict_batches
+
+    def recording(examples, batch_size=None):
+        sizes.append(len(examples))
+        return predict_batches(examples, batch_size)
+
+    loaded.archive.predict_batches = recording
+    batcher = Batcher(loaded, max_examples=6)
+
+    async def together():
+        return await asyncio.gather(*(batcher.predict(loaded.examples(r)) for r in requests))
+
+    assert asyncio.run(together()) == alone
+    assert sum(sizes) == sum(len(r) for r in requests) and max(sizes) > 1  # several texts per forward pass
+    assert max(sizes) <= 6
+
+
+def test_the_most_texts_of_a_forward_pass_come_from_the_environment():
+    assert batch_examples({}) == 64 and batch_examples({"MULTIGRAIN_SERVE_MAX_BATCH": "1"}) == 1
+    for bad in ("0", "-3", "many", "2.5"):
+        with pytest.raises(ConfigurationError, match=f"MULTIGRAIN_SERVE_MAX_BATCH='{bad}': expected a whole number"):
+            batch_examples({"MULTIGRAIN_SERVE_MAX_BATCH": bad})
+
+
+@pytest.fixture(scope="module")
+def server(tiny_run):
+    run_dir = tiny_run
+    served = Server(run_dir, run_dir.parent / "serve.log")
     yield served
     if served.process.poll() is None:
         served.kill()

@@ -1,0 +1,98 @@
+"""Command-line values checked before a command does any work: ``--device`` (argparse type) and
+the run directory (``-s``), each one clear error. Only the standard library at module level:
+``multigrain --help`` imports no torch."""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+
+DEVICES = "cpu, cuda, cuda:N (N: a GPU index)"
+#: what the platform puts beside a run directory (``.NAME.lock``) or makes of its name (``NAME.copying``)
+NAME_EXTRA = len(".copying")
+#: room for the files inside a run directory (``vocabulary/vocabulary.json``, ``resources/...``)
+PATH_EXTRA = 64
+
+
+def device(text: str) -> str:
+    """argparse type of ``--device``: ``cpu``, ``cuda`` or ``cuda:N``, a GPU only where this machine
+    has one (torch is imported only for a GPU)."""
+    match = re.fullmatch(r"(cpu|cuda)(?::(\d+))?", text.strip())
+    if not match or (match[1] == "cpu" and match[2] is not None):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a device; valid devices: {DEVICES}")
+    if match[1] == "cpu":
+        return "cpu"
+    import torch
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if count == 0:
+        raise argparse.ArgumentTypeError(f"{text}: this machine has no CUDA GPU (torch.cuda.is_available() is "
+                                         f"False); use --device cpu")
+    index = int(match[2] or 0)
+    if index >= count:
+        raise argparse.ArgumentTypeError(f"{text}: this machine has {count} CUDA GPU{'s' if count > 1 else ''} "
+                                         f"(cuda:0 to cuda:{count - 1})")
+    return f"cuda:{index}" if match[2] is not None else "cuda"
+
+
+def _error(option: str, path, why: str):
+    from multigrain.platform.errors import ConfigurationError
+
+    shown = str(path) if len(str(path)) <= 100 else f"{str(path)[:60]}...{str(path)[-20:]}"
+    return ConfigurationError(f"{option} {shown}: {why}")
+
+
+def _stat(path: str):
+    """``os.stat`` of ``path``, or None when it does not exist (or lies under a file)."""
+    try:
+        return os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def check_run_dir(path, option: str = "-s") -> None:
+    """Refuse, before anything is read, trained or written, a run directory that cannot be one: a
+    regular file, a path under a regular file, a place that cannot be written (``/proc``, a
+    read-only file system, no permission) or a name longer than the file system allows. Only a
+    probe folder is made (in the nearest existing folder) and removed at once."""
+    import stat
+    import tempfile
+
+    text = os.fsencode(os.path.abspath(path))
+    parts = [p for p in text.split(b"/") if p]
+    existing = os.path.sep
+    for part in parts[:-1]:  # the deepest existing folder, without touching the long names below it
+        candidate = os.path.join(existing, os.fsdecode(part))
+        if len(part) > 255 or _stat(candidate) is None:
+            break
+        existing = candidate
+    try:
+        name_max = os.pathconf(existing, "PC_NAME_MAX")
+        path_max = os.pathconf(existing, "PC_PATH_MAX")
+    except (OSError, ValueError):
+        name_max, path_max = 255, 4096
+    for i, part in enumerate(parts):
+        limit = name_max - NAME_EXTRA if i == len(parts) - 1 else name_max
+        if len(part) > limit:
+            shown = os.fsdecode(part)
+            raise _error(option, path, f"the name {shown[:20]}... is {len(part)} bytes long; the file system allows "
+                                       f"{name_max}" + (f", and a run directory's name at most {limit} (multigrain "
+                                                        f"puts .NAME.lock beside it)" if limit < name_max else ""))
+    if len(text) + PATH_EXTRA > path_max:
+        raise _error(option, path, f"the path is {len(text)} bytes long; with the files inside a run directory it "
+                                   f"would pass the file system's limit of {path_max}")
+    here = os.path.abspath(path)
+    while True:
+        info = _stat(here)
+        if info is not None:
+            break
+        here = os.path.dirname(here)
+    if not stat.S_ISDIR(info.st_mode):
+        what = "a file, not a folder" if stat.S_ISREG(info.st_mode) else "not a folder"
+        raise _error(option, path, f"{here} is {what}" if here != os.path.abspath(path)
+                     else f"is {what}; give a new or empty folder for the run")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".multigrain-probe-", dir=here))
+    except OSError as e:
+        raise _error(option, path, f"cannot make folders in {here} ({e.strerror or e}); choose a folder you can "
+                                   f"write in") from None

@@ -1,0 +1,114 @@
+"""Opening the tracking store: checked first (``store_checks``), a SQLite store created once
+under a lock and never over a file that is not one; experiments named ``<task>/<dataset>``
+(``store_names``) with their artifacts inside the store's folder, and every artifact checked to
+land there. ``tracking`` (runs, leaderboards) builds on this."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+from multigrain.platform.errors import ConfigurationError
+from multigrain.platform.store_checks import check_store, is_new_sqlite, sqlite_problem
+from multigrain.platform.store_checks import sqlite_file as sqlite_path  # noqa: F401 (tracking, ui)
+from multigrain.platform.store_names import experiment_problem, inside
+
+
+def open_store(uri: str, create: bool = True):
+    """A client of the store at ``uri``, checked first (``store_checks.check_store``: a wrong URI
+    is one error within seconds). A SQLite store is created (tables and migrations) once, under a
+    file lock beside it, before any writer uses it: trainings started together on a fresh store do
+    not race to create it. Its folder must exist; a file there that is not a SQLite database is an
+    error and never written over; with ``create`` false (read-only commands) a missing (or empty)
+    store is None and nothing is created."""
+    check_store(uri)  # before MLflow is even imported
+    import fcntl
+
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    db = sqlite_path(uri)
+    if db is not None and not create and is_new_sqlite(db):
+        return None
+    mlflow.set_tracking_uri(uri)
+    if db is None:
+        return MlflowClient(tracking_uri=uri)
+    with open(db.with_name(db.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        why = sqlite_problem(db)  # again, under the lock: the file may have changed since
+        if why:
+            raise ConfigurationError(f"tracking URI {uri}: {why}")
+        if is_new_sqlite(db):  # built aside and renamed: a kill during the migrations leaves no half store
+            fresh = db.with_name(db.name + ".creating")
+            fresh.unlink(missing_ok=True)
+            MlflowClient(tracking_uri=f"sqlite:///{fresh}").search_experiments(max_results=1)
+            _dispose_engine(f"sqlite:///{fresh}")
+            if sqlite_problem(db) is None and is_new_sqlite(db):  # only nothing, or an empty file, is replaced
+                os.replace(fresh, db)
+            else:
+                fresh.unlink(missing_ok=True)
+                raise ConfigurationError(f"tracking URI {uri}: {db} changed while the store was made; try again")
+        client = MlflowClient(tracking_uri=uri)
+        client.search_experiments(max_results=1)  # migrates an older store now, inside the lock
+    return client
+
+
+def artifact_root(uri: str) -> Optional[Path]:
+    """The folder every artifact of a SQLite store lies in (``<its folder>/mlruns``); None for other
+    stores (their server or database decides)."""
+    db = sqlite_path(uri)
+    return db.parent.resolve() / "mlruns" if db is not None else None
+
+
+def _dispose_engine(uri: str) -> None:
+    """Close the connections MLflow keeps to the store at ``uri`` (before its file is renamed)."""
+    try:
+        from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+        engine = SqlAlchemyStore._engine_map.pop(uri, None)
+    except (ImportError, AttributeError):
+        return
+    if engine is not None:
+        engine.dispose()
+
+
+#: experiment tags: the MLflow UI opens these experiments on their runs (model training), not on traces
+EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
+
+
+def experiment_id(client, name: str) -> str:
+    """The experiment ``name`` (``<task>/<dataset>``, each a safe segment: ``store_names``), created
+    when missing. A SQLite store's artifacts go beside it (``<its folder>/mlruns/<name>``),
+    wherever the process runs."""
+    why = experiment_problem(name)
+    if why:
+        raise ConfigurationError(f"experiment name {why}")
+    exp = client.get_experiment_by_name(name)
+    if exp is not None:
+        return exp.experiment_id
+    root = artifact_root(client.tracking_uri)
+    where = str(root / name) if root is not None else None
+    if where is not None and not inside(where, root):
+        raise ConfigurationError(f"experiment {name!r}: its artifacts would go to {Path(where).resolve()}, outside "
+                                 f"the store's artifact folder {root}")
+    try:
+        return client.create_experiment(name, artifact_location=where, tags=EXPERIMENT_TAGS)
+    except Exception:  # created concurrently
+        return client.get_experiment_by_name(name).experiment_id
+
+
+def log_artifact(client, run_id: str, local_path: str) -> None:
+    """``client.log_artifact``, refused (ConfigurationError) when the run's artifacts would land
+    outside the store's artifact folder (an experiment whose location leaves the store)."""
+    import urllib.parse
+
+    root = artifact_root(client.tracking_uri)
+    if root is not None:
+        where = client.get_run(run_id).info.artifact_uri
+        parts = urllib.parse.urlparse(where)
+        if parts.scheme in ("", "file") or len(parts.scheme) == 1:
+            target = Path(urllib.parse.unquote(parts.path) if parts.scheme == "file" else where) / Path(local_path).name
+            if not inside(target, root):
+                raise ConfigurationError(f"run {run_id}: its artifact {Path(local_path).name} would be written to "
+                                         f"{target.resolve()}, outside the store's artifact folder {root}")
+    client.log_artifact(run_id, local_path)

@@ -1,0 +1,129 @@
+"""The tracking store checked before anything uses it, so that a wrong ``--tracking-uri`` (or
+``MLFLOW_TRACKING_URI``) is one line within seconds, before a training's first batch, instead of
+minutes of MLflow's retries and a traceback:
+
+- an unknown scheme;
+- a SQLite store that is a folder, a file that is not a SQLite database (its first 16 bytes are
+  not ``SQLite format 3\\0``: never written over; an empty file is a new store, as SQLite itself
+  takes it), or whose folder is missing;
+- an HTTP store where nothing answers (one TCP connection with a short timeout); MLflow's HTTP
+  retries are also kept short in this process (``HTTP_DEFAULTS``) unless the user set them.
+
+Imports no MLflow."""
+from __future__ import annotations
+
+import os
+import socket
+import urllib.parse
+from pathlib import Path
+from typing import Optional
+
+from multigrain.platform.errors import ConfigurationError
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+#: the stores MLflow 3 opens (a database scheme may name its driver: ``postgresql+psycopg2``)
+SCHEMES = ("sqlite", "http", "https", "file", "postgresql", "mysql", "mssql", "databricks", "databricks-uc", "uc")
+#: seconds the HTTP check waits for a connection
+CONNECT_TIMEOUT = 3.0
+#: MLflow's HTTP client settings for our processes (its defaults retry for minutes: 7 retries,
+#: backoff factor 2, 120 s timeout); a value the user set wins
+HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+                 "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
+
+
+def scheme_of(uri: str) -> str:
+    """The store kind of ``uri``: ``sqlite``, ``http``, ``file`` (a plain path too), ..."""
+    scheme = urllib.parse.urlparse(uri).scheme.lower()
+    if len(scheme) == 1 and scheme.isalpha():  # a Windows drive letter: a path
+        return "file"
+    return scheme.split("+", 1)[0] or "file"
+
+
+def sqlite_file(uri: str) -> Optional[Path]:
+    """The database file of a ``sqlite:///`` URI (None for other stores)."""
+    return Path(uri[len("sqlite:///"):]) if uri.startswith("sqlite:///") else None
+
+
+def sqlite_problem(db: Path) -> Optional[str]:
+    """Why the file ``db`` cannot be a SQLite store (None: a SQLite database, an empty file or none
+    yet)."""
+    try:
+        if db.is_dir():
+            return f"{db} is a folder, not a SQLite database file"
+        if not db.exists():
+            return None if db.parent.is_dir() else f"the folder {db.parent} does not exist"
+        if not db.is_file():
+            return f"{db} is not a regular file"
+        with open(db, "rb") as f:
+            head = f.read(len(SQLITE_HEADER))
+    except OSError as e:
+        return f"{db} cannot be read ({e.strerror})"
+    if head and head != SQLITE_HEADER:
+        return (f"{db} is not a SQLite database (it does not start with 'SQLite format 3'); it is left "
+                f"untouched: give the path of a SQLite store, or of a file that does not exist yet")
+    return None
+
+
+def is_new_sqlite(db: Path) -> bool:
+    """No store in ``db`` yet: no file, or an empty one (SQLite takes an empty file as a new database)."""
+    try:
+        return not db.exists() or db.stat().st_size == 0
+    except OSError:
+        return False
+
+
+def http_problem(uri: str, timeout: float = CONNECT_TIMEOUT) -> Optional[str]:
+    """Why nothing answers at the HTTP(S) store ``uri`` (None: a connection opened)."""
+    parts = urllib.parse.urlparse(uri)
+    host = parts.hostname
+    if not host:
+        return "no host in the URI (expected http://HOST:PORT)"
+    try:
+        port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
+    except ValueError as e:
+        return f"bad port ({e})"
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return None
+    except socket.gaierror as e:
+        return f"the host {host} is not known ({e.strerror or e})"
+    except socket.timeout:
+        return f"nothing answered at {host}:{port} within {timeout:g} s"
+    except OSError as e:
+        return f"nothing answers at {host}:{port} ({e.strerror or e})"
+
+
+_HTTP_CHECKED: set[str] = set()
+
+
+def check_store(uri: str) -> None:
+    """Raise one ConfigurationError naming ``uri`` and why it cannot be a tracking store. Cheap:
+    a few file system calls; an HTTP store is connected to once per process."""
+    def fail(why: str):
+        raise ConfigurationError(f"tracking URI {uri}: {why}")
+
+    if not isinstance(uri, str) or not uri.strip():
+        fail("empty")
+    scheme = scheme_of(uri)
+    if scheme not in SCHEMES:
+        fail(f"unknown scheme {scheme!r} (expected sqlite:///PATH, http(s)://HOST:PORT, a folder, or a database "
+             f"URI: {', '.join(SCHEMES[4:])})")
+    if scheme == "sqlite":
+        db = sqlite_file(uri)
+        if db is None or not str(db):
+            fail("expected sqlite:///PATH (three slashes, then the database file)")
+        why = sqlite_problem(db)
+        if why:
+            fail(why)
+    elif scheme in ("http", "https"):
+        for name, value in HTTP_DEFAULTS.items():
+            os.environ.setdefault(name, value)
+        if uri not in _HTTP_CHECKED:
+            why = http_problem(uri)
+            if why:
+                fail(why)
+            _HTTP_CHECKED.add(uri)
+    elif scheme == "file":
+        folder = Path(urllib.parse.urlparse(uri).path if uri.lower().startswith("file:") else uri)
+        if folder.exists() and not folder.is_dir():
+            fail(f"{folder} is a file; a file store is a folder")
