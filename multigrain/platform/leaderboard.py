@@ -164,12 +164,14 @@ def render(title: str, board: list[dict], fmt: str = "table", console=None) -> N
 
     console = console or (Console() if sys.stdout.isatty() else Console(width=200))
     if not board:
-        console.print(f"leaderboard {title}: no finished runs tagged leaderboard=true")
+        console.print(f"leaderboard {title}: no finished runs tagged leaderboard=true", markup=False)
         return
-    table = Table(title=f"leaderboard: {title}")
+    from rich.markup import escape  # '[small]' in a name is text, not Rich markup
+
+    table = Table(title=f"leaderboard: {escape(title)}")
     cols = columns(board)
     for col in cols:
         table.add_column(col, justify="right" if col in ("rank", "ours", "seeds") else "left")
     for r in board:
-        table.add_row(*_cells(r, len(cols) > len(COLUMNS)))
+        table.add_row(*(escape(cell) for cell in _cells(r, len(cols) > len(COLUMNS))))
     console.print(table)

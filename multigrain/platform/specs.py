@@ -119,7 +119,8 @@ def parse_override(text: str) -> tuple[str, Any]:
 
 
 def apply_overrides(spec: dict, overrides: list[str]) -> dict:
-    """``-o trainer.optimizer.lr=0.01``: each key must already exist in the spec."""
+    """``-o trainer.optimizer.lr=0.01``: each key must already exist in the spec. ``-o +KEY=VALUE``
+    (Hydra's convention) adds a key that does not exist yet, in an object that does."""
     spec = json.loads(json.dumps(spec))
     problems = []
     for text in overrides:
@@ -128,6 +129,8 @@ def apply_overrides(spec: dict, overrides: list[str]) -> dict:
         except SpecError as e:
             problems.extend(e.problems)
             continue
+        adding = key.startswith("+")
+        key = key[1:] if adding else key
         parts = key.split(".")
         node: Any = spec
         walked = []
@@ -140,10 +143,16 @@ def apply_overrides(spec: dict, overrides: list[str]) -> dict:
                     break
                 idx: Any = int(part)
             elif isinstance(node, dict):
-                if part not in node:
-                    where = ".".join(walked) or "the spec"
-                    problems.append(Problem(f"override {key}", f"{where} has no key {part!r}{did_you_mean(part, node)}; "
-                                                               f"keys there: {', '.join(sorted(node))}", "override"))
+                where = ".".join(walked) or "the spec"
+                if adding and last and part in node:
+                    problems.append(Problem(f"override +{key}", f"{where} already has key {part!r}; replace its "
+                                                                f"value with -o {key}=VALUE", "override"))
+                    break
+                if part not in node and not (adding and last):
+                    add = "" if adding else f"; to add it, use -o +{key}=VALUE"
+                    problems.append(Problem(f"override {'+' if adding else ''}{key}",
+                                            f"{where} has no key {part!r}{did_you_mean(part, node)}; "
+                                            f"keys there: {', '.join(sorted(node))}{add}", "override"))
                     break
                 idx = part
             else:

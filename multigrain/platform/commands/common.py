@@ -13,7 +13,7 @@ MAX_COUNT = 2**31 - 1
 def add_spec_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("spec", help="a Jsonnet or JSON spec")
     parser.add_argument("-o", "--override", action="append", default=[], metavar="KEY.PATH=VALUE",
-                        help="override one spec value (JSON, or a bare string); the key must exist")
+                        help="override one spec value (JSON, or a bare string); the key must exist: -o +KEY.PATH=VALUE adds a new key")
     parser.add_argument("--ext-var", action="append", default=[], metavar="NAME=VALUE",
                         help="a Jsonnet external variable (only these are visible to the spec)")
     parser.add_argument("--jsonnet-path", action="append", default=[], metavar="DIR",
