@@ -18,18 +18,29 @@ from tests.conftest import DATA, run_cli
 
 PLUGIN = "mg_tabplug_travel"
 READER = "char_tab_bmes_travel"
-SOURCE = textwrap.dedent(f"""
-    from multigrain.components.readers.ner import CharTagReader
-    from multigrain.platform.kinds import Reader
 
 
-    @Reader.register("{READER}")
-    class CharTabBmes(CharTagReader):
-        '''``char TAB BMES-tag`` per line, a blank line between sentences.'''
+def tab_reader_plugin(folder, module: str, reader: str) -> None:
+    """``folder/module.py``: a plugin registering ``reader``, which reads ``char TAB BMES-tag`` lines."""
+    (folder / f"{module}.py").write_text(textwrap.dedent(f"""
+        from multigrain.components.readers.ner import CharTagReader
+        from multigrain.platform.kinds import Reader
 
-        separator = "\\t"
-        separator_name = "TAB"
-""")
+
+        @Reader.register("{reader}")
+        class CharTabBmes(CharTagReader):
+            '''``char TAB BMES-tag`` per line, a blank line between sentences.'''
+
+            separator = "\\t"
+            separator_name = "TAB"
+    """), encoding="utf-8")
+
+
+def ten_tab_sentences(path):
+    """Ten Resume dev sentences, TAB-separated (only the plugin reader reads them); returns ``path``."""
+    blocks = read_sentences(DATA / "resume_ner" / "dev.char.bmes")[:10]
+    path.write_text("\n\n".join(b.replace(" ", "\t") for b in blocks) + "\n\n", encoding="utf-8")
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +48,8 @@ def trained(tmp_path_factory):
     """A 1-epoch tagger over a TAB-separated file that only the plugin reader reads, trained
     in this process by the CLI with ``--include-package`` AFTER the command."""
     folder = tmp_path_factory.mktemp("plugin_travel")
-    (folder / f"{PLUGIN}.py").write_text(SOURCE, encoding="utf-8")
-    blocks = read_sentences(DATA / "resume_ner" / "dev.char.bmes")[:10]
-    data = folder / "ten.tsv"
-    data.write_text("\n\n".join(b.replace(" ", "\t") for b in blocks) + "\n\n", encoding="utf-8")
+    tab_reader_plugin(folder, PLUGIN, READER)
+    data = ten_tab_sentences(folder / "ten.tsv")
     spec = tiny_spec(bilstm_tagger(hidden=8, dim=8), {"type": READER}, data, data, data, task="ner")
     (folder / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
     with pytest.MonkeyPatch.context() as mp:

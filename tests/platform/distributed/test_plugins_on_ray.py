@@ -6,28 +6,17 @@ A run directory's own ``plugins.json`` never imports anything (``tests/platform/
 One local Ray for the module; every training is a 1-epoch BiLSTM-CRF on 10 sentences.
 """
 import json
-import textwrap
 import urllib.request
 
 import pytest
 
 from multigrain.platform import plugins
-from multigrain.testing import bilstm_tagger, read_sentences, tiny_spec
-from tests.conftest import DATA
+from multigrain.testing import bilstm_tagger, tiny_spec
 from tests.platform.distributed.ray_head import free_port
+from tests.platform.test_plugins_travel import tab_reader_plugin, ten_tab_sentences
 
 PLUGIN = "mg_tabplug_ray"
 READER = "char_tab_bmes_ray"
-SOURCE = textwrap.dedent(f"""
-    from multigrain.components.readers.ner import CharTagReader
-    from multigrain.platform.kinds import Reader
-
-
-    @Reader.register("{READER}")
-    class CharTabBmes(CharTagReader):
-        separator = "\\t"
-        separator_name = "TAB"
-""")
 
 
 @pytest.fixture(scope="module")
@@ -41,10 +30,8 @@ def setup(tmp_path_factory):
     from multigrain.platform.ray.cluster import patient_serve_defaults
 
     folder, work = tmp_path_factory.mktemp("plugin_home"), tmp_path_factory.mktemp("plugin_work")
-    (folder / f"{PLUGIN}.py").write_text(SOURCE, encoding="utf-8")
-    blocks = read_sentences(DATA / "resume_ner" / "dev.char.bmes")[:10]
-    data = work / "ten.tsv"
-    data.write_text("\n\n".join(b.replace(" ", "\t") for b in blocks) + "\n\n", encoding="utf-8")
+    tab_reader_plugin(folder, PLUGIN, READER)
+    data = ten_tab_sentences(work / "ten.tsv")
     old = os.getcwd()
     os.chdir(work)
     plugins.include(PLUGIN, str(folder))
