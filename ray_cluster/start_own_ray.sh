@@ -66,27 +66,10 @@ if ! grep -q "This command will now block" "$log"; then
 fi
 
 # the block process and every process under it, each with its start time
-declare -A parent_of=()
-for stat_file in /proc/[0-9]*/stat; do
-  stat="$(cat "$stat_file" 2>/dev/null)" || continue
-  pid="${stat%% *}"
-  rest="${stat##*) }"
-  read -r -a fields <<< "$rest"
-  parent_of[$pid]="${fields[1]}"
-done
-tree=("$block")
-added=1
-while [ "$added" = 1 ]; do
-  added=0
-  for pid in "${!parent_of[@]}"; do
-    for known in "${tree[@]}"; do
-      if [ "${parent_of[$pid]}" = "$known" ] && [[ " ${tree[*]} " != *" $pid "* ]]; then
-        tree+=("$pid")
-        added=1
-      fi
-    done
-  done
-done
+# shellcheck source=proc_tree.sh
+source "$(dirname "$0")/proc_tree.sh"
+mapfile -t tree < <(descendants "$block")
+tree=("$block" "${tree[@]}")
 tmp="$pidfile.tmp"
 (umask 077 && : > "$tmp")
 for pid in "${tree[@]}"; do

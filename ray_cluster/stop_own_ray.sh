@@ -13,13 +13,8 @@ fi
 pidfile="$1"
 [ -s "$pidfile" ] || exit 0
 
-start_time() {  # field 22 of /proc/PID/stat; empty when PID is gone or a zombie
-  local stat rest fields
-  stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 0
-  rest="${stat##*) }"
-  read -r -a fields <<< "$rest"
-  [ "${fields[0]}" = "Z" ] || echo "${fields[19]}"
-}
+# shellcheck source=proc_tree.sh
+source "$(dirname "$0")/proc_tree.sh"
 
 # what still runs of what was recorded, then what those started since, each as "PID STARTTIME"
 declare -a ours=()
@@ -29,29 +24,14 @@ while read -r pid start _; do
     ours+=("$pid $start")
   fi
 done < "$pidfile"
-declare -A parent_of=()
-for stat_file in /proc/[0-9]*/stat; do
-  stat="$(cat "$stat_file" 2>/dev/null)" || continue
-  pid="${stat%% *}"
-  rest="${stat##*) }"
-  read -r -a fields <<< "$rest"
-  parent_of[$pid]="${fields[1]}"
-done
-added=1
-while [ "$added" = 1 ]; do
-  added=0
-  for pid in "${!parent_of[@]}"; do
-    for entry in "${ours[@]}"; do
-      if [ "${parent_of[$pid]}" = "${entry%% *}" ] && [[ " ${ours[*]} " != *" $pid "* ]]; then
-        start="$(start_time "$pid")"
-        if [ -n "$start" ]; then
-          ours+=("$pid $start")
-          added=1
-        fi
-      fi
-    done
-  done
-done
+declare -a recorded=()
+for entry in "${ours[@]}"; do recorded+=("${entry%% *}"); done
+if [ "${#recorded[@]}" -gt 0 ]; then
+  while read -r pid; do
+    start="$(start_time "$pid")"
+    [ -n "$start" ] && ours+=("$pid $start")
+  done < <(descendants "${recorded[@]}")
+fi
 
 signal_ours() {  # signal each of ours that still runs with its recorded start time
   local entry pid start
