@@ -2,31 +2,83 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+import re
+from typing import Any, Optional, Sequence
 
 import torch
 
 from multigrain.platform.kinds import Optimizer, Scheduler
 
 
+def parameter_groups(model_parameters: list, groups: Optional[Sequence] = None) -> list:
+    """Torch parameter groups from ``(name, parameter)`` pairs and AllenNLP's ``parameter_groups``:
+    a list of ``[[regex, ...], {option: value}]``. A parameter joins the first group one of whose
+    regexes matches its name (``re.search``); the others form a last group with the optimizer's
+    own options. A regex that matches no parameter is an error (a typo would silently train every
+    layer at one rate), and so is an empty group list entry.
+
+    Plain parameters (no names) are passed through as one group, as torch takes them."""
+    params = list(model_parameters)
+    named = [p for p in params if isinstance(p, tuple)]
+    if not groups:
+        return [p[1] if isinstance(p, tuple) else p for p in params]
+    if len(named) != len(params):
+        raise ValueError("parameter_groups needs named parameters")
+    members: list[list] = [[] for _ in groups]
+    rest = []
+    patterns = []
+    for i, group in enumerate(groups):
+        if not (isinstance(group, (list, tuple)) and len(group) == 2 and isinstance(group[0], (list, tuple))
+                and group[0] and isinstance(group[1], dict)):
+            raise ValueError(f"parameter_groups[{i}] must be [[regex, ...], {{option: value}}], got {group!r}")
+        patterns.append([re.compile(r) for r in group[0]])
+    used = [[False] * len(pats) for pats in patterns]
+    for name, param in named:
+        for i, pats in enumerate(patterns):
+            hits = [j for j, pat in enumerate(pats) if pat.search(name)]
+            if hits:
+                for j in hits:
+                    used[i][j] = True
+                members[i].append(param)
+                break
+        else:
+            rest.append(param)
+    for i, pats in enumerate(patterns):
+        for j, pat in enumerate(pats):
+            if not used[i][j]:
+                example = f" (names look like {named[0][0]!r})" if named else ""
+                raise ValueError(f"parameter_groups[{i}]: the regex {pat.pattern!r} matches no parameter name{example}")
+    out = [{"params": m, **dict(g[1])} for m, g in zip(members, groups) if m]
+    if rest:
+        out.append({"params": rest})
+    return out
+
+
+_groups = parameter_groups  # the optimizers' argument of that name shadows the function
+
+
 @Optimizer.register("sgd")
 class SgdOptimizer(Optimizer, torch.optim.SGD):
     def __init__(self, model_parameters: list, lr: float = 0.01, momentum: float = 0.0,
-                 weight_decay: float = 0.0, nesterov: bool = False):
-        super().__init__(model_parameters, lr=lr, momentum=momentum, weight_decay=weight_decay, nesterov=nesterov)
+                 weight_decay: float = 0.0, nesterov: bool = False, parameter_groups: Optional[list] = None):
+        super().__init__(_groups(model_parameters, parameter_groups), lr=lr, momentum=momentum,
+                         weight_decay=weight_decay, nesterov=nesterov)
 
 
 class _FusedAdam:
     """Adam-family ``__init__`` whose ``fused=None`` means: the fused kernel wherever torch has one
     (floating-point parameters on the CPU or CUDA). It is one pass per tensor instead of ~10
     ``foreach`` ops: with large embedding tables (MSRA's 291k bigrams x 50) a CPU Adam step takes
-    21 ms instead of 156 ms. ``weight_decay=None``: the class's ``weight_decay_default``."""
+    21 ms instead of 156 ms. ``weight_decay=None``: the class's ``weight_decay_default``.
+    ``parameter_groups``: per-group options (``parameter_groups`` above), e.g. a lower rate for a
+    pretrained backbone than for the layers over it."""
 
     weight_decay_default = 0.0
 
     def __init__(self, model_parameters: list, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: Optional[float] = None, fused: Optional[bool] = None):
-        params = list(model_parameters)
+                 eps: float = 1e-8, weight_decay: Optional[float] = None, fused: Optional[bool] = None,
+                 parameter_groups: Optional[list] = None):
+        params = _groups(model_parameters, parameter_groups)
         if fused is None:
             tensors = [p for g in params for p in (g["params"] if isinstance(g, dict) else [g])]
             fused = bool(tensors) and all(p.is_floating_point() and p.device.type in ("cpu", "cuda") for p in tensors)

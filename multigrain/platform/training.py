@@ -169,7 +169,7 @@ class Trainer:
         self.precision = Precision(config.mixed_precision, self.device)
         self.model.to(self.device)
         self.stepped = replica.wrap(model) if replica else model  # the module whose forward/backward train
-        params = [p for p in model.parameters() if p.requires_grad]
+        params = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
         self.optimizer = config.optimizer.construct(model_parameters=params)
         steps_per_epoch = train.num_batches(0)
         self.scheduler = None
