@@ -12,7 +12,7 @@ import sys
 
 #: command modules in the order ``--help`` lists them
 COMMANDS = ("train", "evaluate", "predict", "validate", "components", "log", "leaderboard", "compare", "ui", "quickstart",
-            "sweep", "serve", "evaluate_all", "submit", "jobs")
+            "sweep", "suite", "serve", "evaluate_all", "submit", "jobs")
 
 
 def build_parser() -> argparse.ArgumentParser:

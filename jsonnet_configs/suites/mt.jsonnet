@@ -1,0 +1,10 @@
+// The translation rows of benchmarks/RESULTS.md: the Transformer and BiG encoders on TVsub at the
+// `small` size, three seeds each (scored on TVsub's 3 references and WMT22's 2 by their specs'
+// test_sets). The GPU-sized runs are `benchmarks/device_session.sh mt`.
+{
+  description: 'translation: Transformer vs BiG on TVsub (small)',
+  entries: [
+    { spec: '../mt/tvsub_transformer_small.jsonnet', seeds: [13, 14, 15], resources: { cpus: 1, memory_gb: 4 } },
+    { spec: '../mt/tvsub_big_small.jsonnet', seeds: [13, 14, 15], resources: { cpus: 1, memory_gb: 4 } },
+  ],
+}

@@ -1,0 +1,54 @@
+// The NER table of benchmarks/RESULTS.md (Resume, Weibo, MSRA): every row's spec, seeds and
+// configuration ([tag] overrides) as the committed board (benchmarks/results/leaderboard.json) has them.
+//   multigrain suite jsonnet_configs/suites/ner.jsonnet [--only 'resume_*'] [--dry-run]
+//   multigrain suite jsonnet_configs/suites/ner.jsonnet --check
+// *_vec specs read the SGNS vectors of `python benchmarks/pretrain_vectors.py` (runs/vectors/);
+// *_m3e_* specs need the optional extra multigrain[m3e].
+local vectors = { vectors: 'runs/vectors' };
+{
+  description: 'the NER table of benchmarks/RESULTS.md (Resume, Weibo, MSRA)',
+  entries: [
+    { spec: '../ner/msra_big.jsonnet', seeds: [13] },
+    { spec: '../ner/msra_bilstm_crf.jsonnet', seeds: [13] },
+    { spec: '../ner/msra_lattice_lstm.jsonnet', seeds: [13] },
+    { spec: '../ner/msra_plte_vec.jsonnet', seeds: [13], ext_vars: vectors },
+    { spec: '../ner/msra_star.jsonnet', seeds: [13] },
+    { spec: '../ner/msra_transformer.jsonnet', seeds: [13] },
+    { spec: '../ner/resume_big.jsonnet', seeds: [13] },
+    { spec: '../ner/resume_big_vec.jsonnet', seeds: [13], ext_vars: vectors },
+    { spec: '../ner/resume_bilstm_big.jsonnet', seeds: [13, 14, 15, 16, 17] },
+    { spec: '../ner/resume_bilstm_big.jsonnet', seeds: [13],
+      configs: { "adjacent": ["model.encoder.encoders.1.local=adjacent"] } },
+    { spec: '../ner/resume_bilstm_big.jsonnet', seeds: [13],
+      configs: { "no_global": ["model.encoder.encoders.1.global_node=false"] } },
+    { spec: '../ner/resume_bilstm_big.jsonnet', seeds: [13],
+      configs: { "no_local": ["model.encoder.encoders.1.local=none"] } },
+    { spec: '../ner/resume_bilstm_big_vec.jsonnet', seeds: [13], ext_vars: vectors },
+    { spec: '../ner/resume_bilstm_crf.jsonnet', seeds: [13],
+      overrides: ["trainer.num_epochs=30"] },
+    { spec: '../ner/resume_bilstm_crf_vec.jsonnet', seeds: [13], ext_vars: vectors },
+    { spec: '../ner/resume_lattice_lstm.jsonnet', seeds: [13],
+      overrides: ["trainer.num_epochs=5"] },
+    { spec: '../ner/resume_plte.jsonnet', seeds: [13] },
+    { spec: '../ner/resume_plte_sgd_vec.jsonnet', seeds: [13], ext_vars: vectors },
+    { spec: '../ner/resume_plte_vec.jsonnet', seeds: [13, 14, 15], ext_vars: vectors },
+    { spec: '../ner/resume_plte_vec.jsonnet', seeds: [13], ext_vars: vectors,
+      configs: { "no_lattice": ["model.encoder.lattice=false"] } },
+    { spec: '../ner/resume_plte_vec.jsonnet', seeds: [13], ext_vars: vectors,
+      configs: { "no_porous": ["model.encoder.porous=false"] } },
+    { spec: '../ner/resume_star.jsonnet', seeds: [13] },
+    { spec: '../ner/resume_transformer.jsonnet', seeds: [13] },
+    { spec: '../ner/weibo_big.jsonnet', seeds: [13] },
+    { spec: '../ner/weibo_big_vec.jsonnet', seeds: [13], ext_vars: vectors },
+    { spec: '../ner/weibo_bilstm_big.jsonnet', seeds: [13] },
+    { spec: '../ner/weibo_bilstm_big_vec.jsonnet', seeds: [13], ext_vars: vectors },
+    { spec: '../ner/weibo_bilstm_crf.jsonnet', seeds: [13] },
+    { spec: '../ner/weibo_bilstm_crf_vec.jsonnet', seeds: [13], ext_vars: vectors },
+    { spec: '../ner/weibo_lattice_lstm.jsonnet', seeds: [13] },
+    { spec: '../ner/weibo_plte.jsonnet', seeds: [13] },
+    { spec: '../ner/weibo_plte_sgd_vec.jsonnet', seeds: [13], ext_vars: vectors },
+    { spec: '../ner/weibo_plte_vec.jsonnet', seeds: [13, 14, 15, 16, 17], ext_vars: vectors },
+    { spec: '../ner/weibo_star.jsonnet', seeds: [13] },
+    { spec: '../ner/weibo_transformer.jsonnet', seeds: [13] },
+  ],
+}

@@ -1,0 +1,84 @@
+"""``multigrain suite SUITE``: every spec x seed x configuration of a suite file trained on Ray
+(reusing finished runs, resuming unfinished ones), logged to MLflow; ``--check`` compares the
+runs' scores with a committed leaderboard export."""
+from __future__ import annotations
+
+import argparse
+
+DEFAULT_BOARD = "benchmarks/results/leaderboard.json"
+
+
+def register(subparsers) -> None:
+    from multigrain.platform.commands.common import JSONNET_TIMEOUT, positive_int, seconds
+    from multigrain.platform.commands.interrupt import with_sigterm
+
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        "suite", help="train every run of a suite file (specs x seeds x configurations) on Ray, or check its "
+                      "scores against a committed leaderboard")
+    p.add_argument("suite", help="a suite file (jsonnet_configs/suites/*.jsonnet)")
+    p.add_argument("--address", help="a Ray cluster HOST:6379 (default: a local Ray on 127.0.0.1)")
+    p.add_argument("--only", metavar="PATTERN", help="only the entries whose name matches (fnmatch: 'resume_*')")
+    p.add_argument("--dry-run", action="store_true", help="list the runs, what would be reused or resumed, and "
+                                                         "their resources; run nothing")
+    p.add_argument("--check", nargs="?", const=DEFAULT_BOARD, metavar="BOARD",
+                   help=f"compare the finished runs with a leaderboard export (default {DEFAULT_BOARD}); trains "
+                        f"nothing; exit 1 if an entry differs")
+    p.add_argument("--runs-dir", default="runs", help="where the run directories are (default runs/)")
+    p.add_argument("--num-cpus", type=positive_int, help="CPUs of the local Ray (default: all)")
+    p.add_argument("--max-retries", type=int, default=2, help="retries of a run whose worker died (default 2)")
+    p.add_argument("--tracking-uri")
+    p.add_argument("--no-tracking", action="store_true")
+    p.add_argument("--jsonnet-path", action="append", default=[], metavar="DIR")
+    p.add_argument("--jsonnet-timeout", type=seconds, default=JSONNET_TIMEOUT, metavar="SECONDS")
+    p.set_defaults(func=with_sigterm(cmd_suite))
+
+
+def cmd_suite(args) -> int:
+    from multigrain.platform import suite as suites
+
+    definition = suites.load_suite(args.suite, args.jsonnet_path, args.jsonnet_timeout)
+    runs = suites.plan(args.suite, definition, args.runs_dir, args.only, args.jsonnet_path, args.jsonnet_timeout,
+                       check_data_paths=not args.dry_run)
+    if args.check is not None:
+        from multigrain.platform.portable import read_board
+
+        verdicts = suites.check(runs, read_board(args.check))
+        for line in suites.check_lines(verdicts):
+            print(line)
+        return 1 if any(v["verdict"] == "differs" for v in verdicts) else 0
+    lines = suites.describe_plan(runs)
+    if args.dry_run:
+        print("\n".join(lines))
+        return 0
+    print(lines[-1], flush=True)
+    from multigrain.platform.ray.suite import reuse_finished, run_suite
+
+    outcome = reuse_finished(runs, args.tracking_uri, not args.no_tracking, lambda line: print(line, flush=True))
+    if len(outcome) == len(runs):
+        return _summary(runs, outcome)
+    import ray
+
+    from multigrain.platform.ray.cluster import check_reachable, connect
+
+    if args.address not in (None, "", "local", "auto"):
+        check_reachable(args.address)
+    local = {"num_cpus": args.num_cpus} if args.num_cpus else {}
+    started = connect(args.address, loopback=args.address in (None, "", "local"), **local)
+    try:
+        outcome = run_suite(runs, args.max_retries, args.tracking_uri, not args.no_tracking,
+                            tuple(args.include_package), lambda line: print(line, flush=True),
+                            outcome=outcome)
+    finally:
+        if started:
+            ray.shutdown()
+    return _summary(runs, outcome)
+
+
+def _summary(runs, outcome: dict) -> int:
+    failed = [r for r in runs if outcome.get(r.index, {}).get("state") == "failed"]
+    for r in runs:
+        o = outcome.get(r.index, {})
+        test = (o.get("result") or {}).get("test") or {}
+        print(f"{o.get('state', '?'):<9} {r.label:<40} test {', '.join(f'{k} {v:.4f}' for k, v in test.items() if k != 'loss')}"
+              + (f"  ({o['error']})" if o.get("error") else ""))
+    return 1 if failed else 0

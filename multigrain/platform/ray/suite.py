@@ -1,0 +1,161 @@
+"""Running a suite's runs (``platform/suite.py``) as Ray tasks: each placed by its own resources
+(fractional GPUs pack several on one GPU), a finished run reused, an unfinished one resumed from
+its ``last.pt``, a task whose worker died retried (``max_retries``), every run logged to MLflow
+from this driver (workers never write the store). Two suites on one store never train one run
+twice: a task holds a blocking lock on its run directory (``.<run dir>.suite-lock``) while it
+trains, so the second waits, then finds the run finished and reuses it.
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+from multigrain.platform.ray.cluster import cluster_resources, error_text
+from multigrain.platform.suite import SuiteRun
+
+#: seconds between progress lines when nothing changes (CI needs a line at least every 30 s)
+PROGRESS_EVERY = 25.0
+
+
+def _suite_task(spec: dict, run_dir: str, index: int, monitor, cwd: str, hide_gpus: bool, included: list) -> dict:
+    """What a worker runs for one suite run: wait for the run directory's suite lock, then train
+    or reuse it (``sweep._trial_task``)."""
+    import fcntl
+
+    from multigrain.platform.ray.sweep import _trial_task
+
+    if os.path.isdir(cwd):
+        os.chdir(cwd)
+    path = Path(run_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.parent / f".{path.name}.suite-lock", "a+", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or by the kernel if we die
+        return _trial_task(spec, run_dir, index, monitor, cwd, hide_gpus, included)
+
+
+class Progress:
+    """Per entry: done / running / queued, elapsed and an estimate; a line when something changed
+    or every ``PROGRESS_EVERY`` seconds."""
+
+    def __init__(self, runs: list[SuiteRun], print_line: Callable[[str], None] = print):
+        self.runs = runs
+        self.print_line = print_line
+        self.started = time.monotonic()
+        self.last_line = 0.0
+        self.last_text = ""
+
+    def update(self, states: dict[int, str], force: bool = False) -> None:
+        now = time.monotonic()
+        parts = []
+        entries: dict[str, list[str]] = {}
+        for r in self.runs:
+            entries.setdefault(r.entry, []).append(states.get(r.index, "queued"))
+        for entry, s in entries.items():
+            done = sum(x in ("finished", "reused", "failed") for x in s)
+            parts.append(f"{entry}: {done}/{len(s)} done, {s.count('running')} running, {s.count('queued')} queued"
+                         + (f", {s.count('failed')} failed" if "failed" in s else ""))
+        total = len(states) and sum(x in ("finished", "reused", "failed") for x in states.values())
+        trained = sum(x == "finished" for x in states.values())
+        elapsed = now - self.started
+        left = len(self.runs) - total
+        estimate = f", about {elapsed / trained * left / 60:.0f} min left" if trained and left else ""
+        text = "; ".join(parts)
+        if force or text != self.last_text or now - self.last_line >= PROGRESS_EVERY:
+            self.print_line(f"suite [{elapsed / 60:.1f} min{estimate}] {text}")
+            self.last_line, self.last_text = now, text
+
+
+def reuse_finished(runs: list[SuiteRun], uri: Optional[str] = None, tracking: bool = True,
+                   print_line: Callable[[str], None] = print) -> dict[int, dict]:
+    """The runs already finished in their directories, read here (no Ray) and logged to MLflow
+    unless a run of their spec hash is there already: index -> {"state": "reused", "result", "run_id"}."""
+    from multigrain.platform import tracking as mlflow_tracking
+    from multigrain.platform.ray.sweep import finished_runs
+
+    done = [r for r in runs if r.state() == "finished"]
+    logged = finished_runs(done, uri) if tracking and done else {}
+    outcome = {}
+    for r in done:
+        outcome[r.index] = {"state": "reused", "result": r.result()}
+        if tracking:
+            outcome[r.index]["run_id"] = _log(r, outcome[r.index]["result"], logged, uri, mlflow_tracking, print_line)
+    return outcome
+
+
+def run_suite(runs: list[SuiteRun], max_retries: int = 2, uri: Optional[str] = None, tracking: bool = True,
+              include_packages: tuple = (), print_line: Callable[[str], None] = print,
+              poll: float = 0.5, outcome: Optional[dict[int, dict]] = None) -> dict[int, dict]:
+    """Train (or resume) every run not in ``outcome`` (``reuse_finished``'s) as a Ray task; returns
+    ``outcome`` with every run: index -> {"state", "result" or "error", "run_id"}."""
+    import ray
+    from ray.exceptions import RayError
+
+    from multigrain.platform import tracking as mlflow_tracking
+    from multigrain.platform.plugins import travelling
+    from multigrain.platform.ray.sweep import SweepMonitor, finished_runs
+
+    outcome = dict(outcome or {})
+    todo = [r for r in runs if r.index not in outcome]
+    logged = finished_runs(todo, uri) if tracking and todo else {}
+    monitor = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)(SweepMonitor).remote()
+    has_gpus = cluster_resources().get("GPU", 0) > 0
+    included = travelling(include_packages)
+    cwd = os.getcwd()
+    states = {i: o["state"] for i, o in outcome.items()}
+    pending = {}
+    for r in todo:
+        hide = has_gpus and not r.options.get("num_gpus")
+        options = {**r.options, **({"max_calls": 1} if hide else {})}
+        task = ray.remote(max_retries=max_retries, retry_exceptions=False, **options)(_suite_task)
+        pending[task.remote(r.spec, r.run_dir, r.index, monitor, cwd, hide, included)] = r
+        states[r.index] = "queued"
+    progress = Progress(runs, print_line)
+    progress.update(states, force=True)
+    try:
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=len(pending), timeout=poll)
+            for ref in done:
+                r = pending.pop(ref)
+                try:
+                    result = ray.get(ref)
+                except RayError as e:
+                    states[r.index], outcome[r.index] = "failed", {"state": "failed", "error": error_text(e)}
+                    print_line(f"failed: {r.label}: {error_text(e)}")
+                    continue
+                states[r.index] = "finished"
+                outcome[r.index] = {"state": "finished", "result": result}
+                if tracking:
+                    outcome[r.index]["run_id"] = _log(r, result, logged, uri, mlflow_tracking, print_line)
+            try:
+                snapshot = ray.get(monitor.snapshot.remote(), timeout=10)
+            except RayError:
+                snapshot = {}
+            for index in snapshot:
+                if states.get(index) == "queued":
+                    states[index] = "running"
+            progress.update(states)
+    except KeyboardInterrupt:
+        for ref in pending:
+            ray.cancel(ref, force=True)
+        raise
+    finally:
+        ray.kill(monitor)
+    progress.update(states, force=True)
+    return outcome
+
+
+def _log(r: SuiteRun, result: dict, logged: dict, uri, mlflow_tracking, print_line) -> Optional[str]:
+    """Log a run to MLflow once (a run that this or another suite logged before is not logged
+    again), with its suite tag as the leaderboard's ``config``."""
+    if r.spec_hash in logged:
+        return logged[r.spec_hash].info.run_id
+    try:  # named after its spec file (a run directory's name carries the tag)
+        run_id = mlflow_tracking.replay({**result, "source": r.spec_path}, r.spec, uri)
+        if r.tag:
+            mlflow_tracking.open_store(mlflow_tracking.tracking_uri(uri)).set_tag(run_id, "config", r.tag)
+        return run_id
+    except Exception as e:  # the run directory still holds the result: `multigrain log` can add it later
+        print_line(f"warning: {r.label}: trained, but logging to MLflow failed: {e}")
+        return None

@@ -1,0 +1,284 @@
+"""Suites: a Jsonnet list of specs x seeds x named override sets, planned into runs here and
+trained on Ray by ``ray/suite.py`` (``multigrain suite``).
+
+A suite file evaluates to::
+
+    {
+      entries: [
+        { spec: '../ner/resume_plte.jsonnet',          // relative to the suite file's folder
+          seeds: [13, 14, 15],                          // default [the spec's seed]
+          configs: { '': {}, 'sgd': { 'trainer.optimizer.type': 'sgd' } },  // tag -> overrides
+          overrides: { 'trainer.num_epochs': 2 },       // applied to every config
+          ext_vars: { variant: 'mwa' },
+          resources: { cpus: 1, gpus: 0.25, memory_gb: 4 } },
+      ],
+    }
+
+Every (entry, config, seed) is one run: the resolved spec's hash is its identity and its run
+directory is ``<runs>/<spec stem>[-<tag>]-<hash8>`` (a ``multigrain train`` of the same spec
+without ``-s`` uses the same directory, so either reuses the other's run). The ``config`` tag is
+the leaderboard's ``[tag]``.
+
+``check`` compares the runs' test scores with a committed board (``leaderboard --export``'s
+format): an entry is *reproduced* when its mean lies inside the committed mean +- 2 sd (+- 0.5
+points for a single committed seed), else *differs*; *missing* when no run of it has finished;
+*new* when the board has no row of it.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from multigrain.platform.errors import ConfigurationError, Problem, SpecError
+
+ENTRY_KEYS = ("spec", "seeds", "configs", "overrides", "ext_vars", "resources", "name")
+RESOURCE_KEYS = {"cpus": "num_cpus", "gpus": "num_gpus", "memory_gb": "memory"}
+#: one committed seed: a run within this many points (fractions: 0.005) reproduces it
+ONE_SEED_TOLERANCE = 0.005
+
+
+@dataclass
+class SuiteRun:
+    """One (entry, config, seed): a resolved spec and where it trains."""
+
+    entry: str  # the entry's name: its spec's stem and [tag]
+    index: int
+    spec_path: str
+    tag: str
+    seed: int
+    spec: dict
+    spec_hash: str
+    run_dir: str
+    options: dict = field(default_factory=dict)  # Ray options: num_cpus, num_gpus, memory
+
+    @property
+    def label(self) -> str:
+        return f"{self.entry} seed={self.seed}"
+
+    def state(self) -> str:
+        """``finished`` (its metrics.json is this spec's, finished), ``partial`` (a checkpoint to
+        resume), ``new``."""
+        try:
+            done = json.loads((Path(self.run_dir) / "metrics.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            done = {}
+        if done.get("finished") and done.get("spec_hash") == self.spec_hash:
+            return "finished"
+        return "partial" if (Path(self.run_dir) / "last.pt").exists() else "new"
+
+    def result(self) -> Optional[dict]:
+        """The finished run's metrics.json, else None."""
+        if self.state() != "finished":
+            return None
+        return json.loads((Path(self.run_dir) / "metrics.json").read_text(encoding="utf-8"))
+
+
+def load_suite(path: str | Path, jsonnet_paths: Sequence[str] = (), timeout: Optional[float] = 30.0) -> dict:
+    """The suite file evaluated and its structure checked (every problem at once)."""
+    from multigrain.platform.specs import evaluate_jsonnet
+
+    suite = evaluate_jsonnet(path, {}, jsonnet_paths, timeout)
+    problems = []
+    entries = suite.get("entries")
+    unknown = sorted(set(suite) - {"entries", "name", "description"})
+    problems += [Problem(k, "unknown key; a suite has entries (and name, description)", "unknown_key")
+                 for k in unknown]
+    if not isinstance(entries, list) or not entries:
+        problems.append(Problem("entries", "expected a non-empty list of {spec, seeds, ...}", "missing"))
+        raise SpecError(problems, str(path))
+    for i, entry in enumerate(entries):
+        problems += entry_problems(entry, f"entries[{i}]")
+    if problems:
+        raise SpecError(problems, str(path))
+    return suite
+
+
+def entry_problems(entry: Any, where: str) -> list[Problem]:
+    if not isinstance(entry, dict):
+        return [Problem(where, f"expected an object {{spec, seeds, ...}}, got {json.dumps(entry)[:60]}", "type")]
+    from multigrain.platform.errors import did_you_mean
+
+    out = [Problem(f"{where}.{k}", f"unknown key{did_you_mean(k, ENTRY_KEYS)}", "unknown_key")
+           for k in entry if k not in ENTRY_KEYS]
+    if not isinstance(entry.get("spec"), str) or not entry.get("spec"):
+        out.append(Problem(f"{where}.spec", "expected the path of a spec file (relative to the suite's folder)",
+                           "missing"))
+    seeds = entry.get("seeds")
+    if seeds is not None and (not isinstance(seeds, list) or not seeds or len(set(map(str, seeds))) != len(seeds)
+                              or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in seeds)):
+        out.append(Problem(f"{where}.seeds", f"expected a non-empty list of distinct whole numbers >= 0, got "
+                                             f"{json.dumps(seeds)[:60]}", "value"))
+    for key in ("configs", "ext_vars", "resources"):
+        if key in entry and not isinstance(entry[key], dict):
+            out.append(Problem(f"{where}.{key}", f"expected an object, got {json.dumps(entry[key])[:60]}", "type"))
+    if "overrides" in entry and not _overrides_ok(entry["overrides"]):
+        out.append(Problem(f"{where}.overrides", OVERRIDES_FORM, "type"))
+    for tag, overrides in (entry.get("configs") or {}).items() if isinstance(entry.get("configs"), dict) else ():
+        if not _overrides_ok(overrides):
+            out.append(Problem(f"{where}.configs.{tag}", OVERRIDES_FORM, "type"))
+        if tag and not all(c.isalnum() or c in "-_" for c in tag):
+            out.append(Problem(f"{where}.configs.{tag}", "a tag is letters, digits, '-' and '_'", "value"))
+    for k, v in (entry.get("ext_vars") or {}).items() if isinstance(entry.get("ext_vars"), dict) else ():
+        if not isinstance(v, str):
+            out.append(Problem(f"{where}.ext_vars.{k}", "an ext-var is a string", "type"))
+    for k, v in (entry.get("resources") or {}).items() if isinstance(entry.get("resources"), dict) else ():
+        if k not in RESOURCE_KEYS:
+            out.append(Problem(f"{where}.resources.{k}", f"unknown resource{did_you_mean(k, RESOURCE_KEYS)}",
+                               "unknown_key"))
+        elif isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            out.append(Problem(f"{where}.resources.{k}", f"expected a number >= 0, got {json.dumps(v)}", "value"))
+        elif k == "gpus" and v > 1 and v % 1:
+            out.append(Problem(f"{where}.resources.gpus", "above 1, a whole number of GPUs", "value"))
+    return out
+
+
+OVERRIDES_FORM = "expected overrides: an object {'KEY.PATH': value} or a list of 'KEY.PATH=VALUE' strings (as -o)"
+
+
+def _overrides_ok(value: Any) -> bool:
+    return isinstance(value, dict) or (isinstance(value, list) and all(isinstance(v, str) and "=" in v
+                                                                         for v in value))
+
+
+def override_texts(value: dict | list) -> list[str]:
+    """Suite overrides as ``-o`` texts."""
+    return list(value) if isinstance(value, list) else [f"{k}={json.dumps(v)}" for k, v in value.items()]
+
+
+def plan(suite_path: str | Path, suite: dict, runs_root: str | Path = "runs", only: Optional[str] = None,
+         jsonnet_paths: Sequence[str] = (), timeout: Optional[float] = 30.0,
+         check_data_paths: bool = True) -> list[SuiteRun]:
+    """Every run of the suite, specs resolved and validated (all problems at once, each under its
+    entry's path); ``only``: an entry's exact name (``resume_plte [no_porous]``) or an fnmatch pattern
+    on the names or spec stems (``resume_*``);
+    ``check_data_paths`` false (``--dry-run``): data files and vectors need not exist yet."""
+    from fnmatch import fnmatch
+
+    from multigrain.platform.experiment import validate_spec
+    from multigrain.platform.runs import default_run_dir
+    from multigrain.platform.specs import apply_overrides, evaluate_jsonnet, spec_hash
+
+    folder = Path(suite_path).resolve().parent
+    runs, problems, seen, names = [], [], {}, []
+    for i, entry in enumerate(suite["entries"]):
+        where = f"entries[{i}]"
+        spec_file = folder / entry["spec"]
+        stem = spec_file.name.split(".")[0]
+        configs = entry.get("configs") or {"": {}}
+        for tag, overrides in configs.items():
+            name = entry.get("name") or stem
+            name = f"{name} [{tag}]" if tag else name
+            names.append(name)
+            if only and only != name and not fnmatch(name, only) and not fnmatch(stem, only):
+                continue
+            try:
+                base = evaluate_jsonnet(spec_file, entry.get("ext_vars") or {}, [*jsonnet_paths, str(folder)], timeout)
+                texts = override_texts(entry.get("overrides") or {}) + override_texts(overrides)
+                base = apply_overrides(base, texts)
+            except SpecError as e:
+                problems += [p.at(f"{where}{'.configs.' + tag if tag else ''}: {entry['spec']}"
+                                  + (f": {p.path}" if p.path else "")) for p in e.problems]
+                continue
+            except ConfigurationError as e:
+                problems.append(Problem(f"{where}.spec", str(e), "file"))
+                continue
+            for seed in entry.get("seeds") or [base.get("seed", 13)]:
+                spec = {**base, "seed": seed}
+                try:
+                    validate_spec(spec, str(spec_file), check_data_paths)
+                except SpecError as e:
+                    problems += [p.at(f"{where}: {entry['spec']}: {p.path}") for p in e.problems]
+                    break
+                digest = spec_hash(spec)
+                if digest in seen:
+                    problems.append(Problem(where, f"{name} seed {seed} is the same spec as {seen[digest]} (hash "
+                                                   f"{digest[:12]}): remove one", "value"))
+                    continue
+                seen[digest] = f"{name} seed {seed}"
+                run_dir = default_run_dir(f"{stem}-{tag}" if tag else stem, digest, runs_root)
+                options = {RESOURCE_KEYS[k]: (v * 2**30 if k == "memory_gb" else v)
+                           for k, v in (entry.get("resources") or {}).items()}
+                options.setdefault("num_cpus", 1)
+                runs.append(SuiteRun(name, len(runs), str(spec_file), tag, seed, spec, digest, str(run_dir), options))
+    if problems:
+        raise SpecError(list(dict.fromkeys(problems)), str(suite_path))
+    if not runs and only:
+        raise ConfigurationError(f"--only {only!r}: no entry of {suite_path} matches (an fnmatch pattern, or an "
+                                 f"entry's exact name); its entries: {', '.join(dict.fromkeys(names))}")
+    return runs
+
+
+def describe_plan(runs: list[SuiteRun]) -> list[str]:
+    """``--dry-run``: one line per run (state, resources, run directory)."""
+    lines = []
+    for r in runs:
+        state = {"finished": "reuse (finished)", "partial": "resume", "new": "train"}[r.state()]
+        res = ", ".join(f"{k}={v / 2**30:g}GiB" if k == "memory" else f"{k}={v:g}" for k, v in r.options.items())
+        lines.append(f"{r.label:<40} {state:<17} {res:<28} {r.run_dir}  (hash {r.spec_hash[:12]})")
+    counts = {s: sum(r.state() == s for r in runs) for s in ("finished", "partial", "new")}
+    lines.append(f"{len(runs)} runs: {counts['new']} to train, {counts['partial']} to resume, "
+                 f"{counts['finished']} to reuse")
+    return lines
+
+
+# ---------------------------------------------------------------------------- --check
+def check(runs: list[SuiteRun], board_recs: list[dict]) -> list[dict]:
+    """One verdict per entry (``entry`` name, experiment): reproduced / differs / missing / new,
+    with our mean, the committed mean ± sd and seed count, and the paper's number."""
+    from multigrain.platform.experiment import identity
+    from multigrain.platform.leaderboard import rows
+    from multigrain.platform.papers import paper_number
+    from multigrain.platform.tracking import experiment_name
+
+    recs = [{"run_id": rec.get("id"), **rec} for rec in board_recs]
+    committed = {(r["experiment"], r["name"]): r for r in rows(recs)}
+    by_entry: dict[str, list[SuiteRun]] = {}
+    for r in runs:
+        by_entry.setdefault(r.entry, []).append(r)
+    out = []
+    for entry, members in by_entry.items():
+        experiment = experiment_name(identity(members[0].spec))
+        results = [m.result() for m in members]
+        values, metric = [], None
+        for res in results:
+            if res and res.get("test"):
+                metric = res.get("leaderboard_metric") or "f1"
+                if metric in res["test"]:
+                    values.append(res["test"][metric])
+        row = {"entry": entry, "experiment": experiment, "metric": f"test_{metric}" if metric else None,
+               "ours": statistics.fmean(values) if values else None,
+               "ours_sd": statistics.stdev(values) if len(values) > 1 else None, "seeds": len(values),
+               "paper": paper_number(experiment, Path(members[0].spec_path).name.split(".")[0]) or ""}
+        board = committed.get((experiment, entry))
+        if board:
+            row.update(committed_mean=board["value"], committed_sd=board.get("std"), committed_seeds=board["seeds"])
+        if not values:
+            row["verdict"] = "missing"
+        elif not board:
+            row["verdict"] = "new"
+        else:
+            sd = board.get("std")
+            tolerance = 2 * sd if sd else ONE_SEED_TOLERANCE
+            row["tolerance"] = tolerance
+            row["verdict"] = "reproduced" if abs(row["ours"] - board["value"]) <= tolerance + 1e-12 else "differs"
+        out.append(row)
+    return out
+
+
+def check_lines(verdicts: list[dict]) -> list[str]:
+    def pct(v):
+        return "-" if v is None else f"{100 * v:.2f}"
+
+    lines = []
+    for v in verdicts:
+        ours = f"{pct(v['ours'])}" + (f" ± {pct(v['ours_sd'])}" if v.get("ours_sd") is not None else "")
+        board = (f"{pct(v['committed_mean'])}" + (f" ± {pct(v['committed_sd'])}" if v.get("committed_sd") else "")
+                 + f" ({v['committed_seeds']} seeds)") if "committed_mean" in v else "-"
+        lines.append(f"{v['verdict']:<10} {v['experiment']:<18} {v['entry']:<36} ours {ours} ({v['seeds']} seeds)"
+                     f"  committed {board}" + (f"  paper {v['paper']}" if v["paper"] else ""))
+    counts = {k: sum(v["verdict"] == k for v in verdicts) for k in ("reproduced", "differs", "missing", "new")}
+    lines.append(", ".join(f"{n} {k}" for k, n in counts.items()))
+    return lines

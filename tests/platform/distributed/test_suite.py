@@ -1,0 +1,163 @@
+"""``multigrain suite``: a suite file's structure errors, its plan (specs x configurations x seeds),
+training on a local Ray with reuse, resume and MLflow rows, two suites at once, and ``--check``
+against a leaderboard export. Every run is a 1-epoch BiLSTM-CRF on 12 Resume sentences."""
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from multigrain.platform import suite as suites
+from multigrain.platform.cli import main as cli_main
+from multigrain.platform.errors import SpecError
+from tests.conftest import mlflow_runs, resume_tagger_spec, write_spec
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    import ray
+
+    ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=80 * 1024 * 1024,
+             log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def write_suite(directory: Path, entries: list, name: str = "suite.json") -> str:
+    path = directory / name
+    path.write_text(json.dumps({"entries": entries}), encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    """A tiny spec beside a suite of it: 2 configurations x 2 seeds."""
+    spec = write_spec(tmp_path, resume_tagger_spec(tmp_path / "data"))
+    entry = {"spec": Path(spec).name, "seeds": [13, 14], "configs": {"a": {}, "b": ["trainer.optimizer.lr=0.02"]},
+             "resources": {"cpus": 1}}
+    return {"dir": tmp_path, "spec": spec, "suite": write_suite(tmp_path, [entry]), "entry": entry,
+            "runs": str(tmp_path / "runs"), "uri": f"sqlite:///{tmp_path / 'm.db'}"}
+
+
+# ---------------------------------------------------------------------------- structure and plan
+def test_every_structure_error_at_once_with_its_path(tmp_path):
+    path = write_suite(tmp_path, [{"spec": "x.json", "seed": [1]},
+                                  {"spec": "x.json", "seeds": [1, 1], "resources": {"gpu": 1, "cpus": -1},
+                                   "configs": {"a/b": {}}, "overrides": "lr=1"},
+                                  3])
+    with pytest.raises(SpecError) as e:
+        suites.load_suite(path)
+    paths = [p.path for p in e.value.problems]
+    assert sorted(paths) == sorted(["entries[0].seed", "entries[1].seeds", "entries[1].overrides",
+                                    "entries[1].configs.a/b", "entries[1].resources.gpu", "entries[1].resources.cpus",
+                                    "entries[2]"])
+    assert "did you mean 'seeds'" in str(e.value) and "did you mean 'gpus'" in str(e.value)
+
+
+def test_cli_reports_a_bad_suite_with_exit_2_and_the_spec_problem_under_its_entry(tiny, capsys):
+    bad = write_suite(tiny["dir"], [{**tiny["entry"], "configs": {"a": ["trainer.optimizer.lrr=1"]}}], "bad.json")
+    assert cli_main(["suite", bad, "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "entries[0].configs.a: tiny.json: override trainer.optimizer.lrr" in err and "Traceback" not in err
+
+
+def test_plan_expands_configurations_and_seeds_with_one_identity_each(tiny, capsys):
+    runs = suites.plan(tiny["suite"], suites.load_suite(tiny["suite"]), tiny["runs"])
+    assert [(r.entry, r.seed) for r in runs] == [("tiny [a]", 13), ("tiny [a]", 14), ("tiny [b]", 13),
+                                                 ("tiny [b]", 14)]
+    assert len({r.spec_hash for r in runs}) == 4
+    assert [r.spec["seed"] for r in runs] == [13, 14, 13, 14]
+    assert runs[2].spec["trainer"]["optimizer"]["lr"] == 0.02 and runs[0].spec["trainer"]["optimizer"]["lr"] != 0.02
+    assert runs[2].run_dir == str(Path(tiny["runs"]) / f"tiny-b-{runs[2].spec_hash[:8]}")
+    assert runs[0].options == {"num_cpus": 1}
+    only = suites.plan(tiny["suite"], suites.load_suite(tiny["suite"]), tiny["runs"], only="tiny [b]")
+    assert [r.entry for r in only] == ["tiny [b]", "tiny [b]"]
+    assert cli_main(["suite", tiny["suite"], "--runs-dir", tiny["runs"], "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.count(" train ") == 4 and "4 runs: 4 to train, 0 to resume, 0 to reuse" in out
+
+
+def test_two_entries_resolving_to_one_spec_are_refused(tiny):
+    path = write_suite(tiny["dir"], [{"spec": "tiny.json", "seeds": [13]}, {"spec": "tiny.json", "seeds": [13],
+                                                                              "configs": {"same": {}}}], "dup.json")
+    with pytest.raises(SpecError, match=r"tiny \[same\] seed 13 is the same spec as tiny seed 13"):
+        suites.plan(path, suites.load_suite(path), tiny["runs"])
+
+
+# ---------------------------------------------------------------------------- running on Ray
+def test_suite_trains_logs_then_reuses_resumes_and_checks(ray_local, tiny, capsys):
+    from multigrain.platform.commands.train import train  # noqa: F401  (the CLI's own path below)
+
+    # one run trained before by `multigrain train` for 1 of 2 epochs: the suite resumes it
+    runs = suites.plan(tiny["suite"], suites.load_suite(tiny["suite"]), tiny["runs"])
+    two = write_suite(tiny["dir"], [{**tiny["entry"], "overrides": {"trainer.num_epochs": 2}}], "two.json")
+    runs = suites.plan(two, suites.load_suite(two), tiny["runs"])
+    first = runs[0]
+    Path(tiny["dir"], "first.json").write_text(json.dumps(first.spec), encoding="utf-8")
+    assert cli_main(["train", str(Path(tiny["dir"], "first.json")), "-s", first.run_dir, "--stop-after-epoch", "1",
+                     "--no-tracking"]) == 0
+    epoch_one = json.loads(Path(first.run_dir, "metrics.json").read_text())["history"][0]
+    assert first.state() == "partial"
+    capsys.readouterr()
+
+    assert cli_main(["suite", two, "--runs-dir", tiny["runs"], "--tracking-uri", tiny["uri"]]) == 0
+    out = capsys.readouterr().out
+    assert "4 runs: 3 to train, 1 to resume, 0 to reuse" in out and "suite [" in out
+    done = json.loads(Path(first.run_dir, "metrics.json").read_text())
+    assert done["finished"] and done["epochs_completed"] == 2 and done["history"][0] == epoch_one
+    logged = mlflow_runs(tiny["uri"])
+    training = [r for r in logged if "evaluated_on" not in r.data.tags]
+    assert sorted(r.data.tags["spec_hash"] for r in training) == sorted(r.spec_hash for r in runs)
+    assert sorted(r.data.tags.get("config") for r in training) == ["a", "a", "b", "b"]
+
+    # again: everything reused, nothing trained or logged twice (and no Ray needed)
+    assert cli_main(["suite", two, "--runs-dir", tiny["runs"], "--tracking-uri", tiny["uri"]]) == 0
+    out = capsys.readouterr().out
+    assert "0 to train, 0 to resume, 4 to reuse" in out and out.count("reused ") == 4
+    assert len(mlflow_runs(tiny["uri"])) == len(logged)
+
+    # --check against an export of these runs: reproduced; shifted by 1 point: differs (exit 1)
+    board = tiny["dir"] / "board.json"
+    assert cli_main(["leaderboard", "ner", "--tracking-uri", tiny["uri"], "--export", str(board)]) == 0
+    capsys.readouterr()
+    assert cli_main(["suite", two, "--runs-dir", tiny["runs"], "--check", str(board)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("reproduced ") == 2 and "2 reproduced, 0 differs, 0 missing, 0 new" in out
+    data = json.loads(board.read_text())
+    for run in data["runs"]:
+        if run["tags"].get("config") == "b":
+            run["metrics"] = {k: v + 0.01 for k, v in run["metrics"].items()}
+    board.write_text(json.dumps(data))
+    assert cli_main(["suite", two, "--runs-dir", tiny["runs"], "--check", str(board)]) == 1
+    out = capsys.readouterr().out
+    assert "differs" in out and "1 reproduced, 1 differs" in out
+    three = write_suite(tiny["dir"], [{**tiny["entry"], "overrides": {"trainer.num_epochs": 2},
+                                       "configs": {"a": {}, "b": ["trainer.optimizer.lr=0.02"], "c": {}}}], "3.json")
+    with pytest.raises(SpecError):  # [c] resolves to [a]'s spec
+        suites.plan(three, suites.load_suite(three), tiny["runs"])
+    three = write_suite(tiny["dir"], [{**tiny["entry"], "overrides": {"trainer.num_epochs": 2}, "configs": {
+        "a": {}, "c": ["trainer.optimizer.lr=0.03"]}}], "3.json")
+    assert cli_main(["suite", three, "--runs-dir", tiny["runs"], "--check", str(board)]) == 0
+    assert "1 reproduced, 0 differs, 1 missing, 0 new" in capsys.readouterr().out
+
+
+def test_two_suites_at_once_train_each_run_once(ray_local, tiny):
+    from multigrain.platform.ray.suite import run_suite
+
+    plans = [suites.plan(tiny["suite"], suites.load_suite(tiny["suite"]), tiny["runs"]) for _ in range(2)]
+    outcomes = [None, None]
+
+    def drive(i):
+        outcomes[i] = run_suite(plans[i], tracking=False, print_line=lambda line: None, poll=0.1)
+
+    threads = [threading.Thread(target=drive, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    assert all(o is not None for o in outcomes)
+    states = [[o[r.index]["state"] for r in plans[0]] for o in outcomes]
+    assert states == [["finished"] * 4] * 2, [o[r.index].get("error") for o in outcomes for r in plans[0]]
+    for r in plans[0]:  # one training: both drivers got the same history (the second reused the first's)
+        a, b = (o[r.index]["result"] for o in outcomes)
+        assert a["history"] == b["history"] and a["training_seconds"] == b["training_seconds"]
