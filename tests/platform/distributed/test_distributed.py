@@ -69,7 +69,7 @@ def swept(ray_local, workdir):
 
 # ---------------------------------------------------------------------------- light start-up (no Ray)
 HEAVY = {"torch", "ray", "mlflow"}
-RAY_COMMANDS = ["sweep", "serve", "evaluate-all", "submit", "jobs"]
+RAY_COMMANDS = ["sweep", "suite", "serve", "evaluate-all", "submit", "jobs"]
 
 
 def imported_top_level(*argv: str) -> tuple[set, str]:
