@@ -182,9 +182,19 @@ def copy_run(source: Path, run_dir: Path) -> None:
         else:
             raise ConfigurationError(f"{tmp}: in the way of copying the run {source} there (not an interrupted "
                                      f"copy of multigrain's); move it away")
+    odd = next((p for p in sorted(source.rglob("*")) if not (p.is_symlink() or p.is_file() or p.is_dir())), None)
+    if odd is not None:  # a FIFO would block the copy, a device would copy its contents
+        raise ConfigurationError(f"{odd}: not a regular file (a pipe, socket or device) in the run {source}; "
+                                 f"nothing was copied; remove it or train from scratch in another directory")
     write_marker(tmp, fitted(source))
-    shutil.copytree(source, tmp, ignore=shutil.ignore_patterns("metrics.json", MARKER, MARKER + ".tmp"),
-                    dirs_exist_ok=True)
+    try:
+        shutil.copytree(source, tmp, ignore=shutil.ignore_patterns("metrics.json", MARKER, MARKER + ".tmp"),
+                        dirs_exist_ok=True)
+    except (shutil.Error, OSError) as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        why = e.args[0][0][2] if isinstance(e, shutil.Error) and e.args and e.args[0] else (e.strerror or e)
+        raise ConfigurationError(f"{source}: the run could not be copied to {run_dir} ({why}); nothing was "
+                                 f"kept of the copy") from None
     if run_dir.is_dir():  # empty but for the marker (``Run.is_empty``)
         _remove_file(run_dir / MARKER)
         _remove_file(run_dir / (MARKER + ".tmp"))

@@ -240,3 +240,16 @@ def test_starting_over_removes_the_resources_the_platform_fitted_and_no_others(t
     assert sorted(p.relative_to(run).as_posix() for p in run.rglob("*")) == [
         ".multigrain-run", "resources", "resources/mine.txt"]
     assert run_marker.fitted(run) == []
+
+
+def test_copying_a_sibling_run_with_a_pipe_in_it_is_one_clear_error_and_leaves_nothing(trained, tmp_path):
+    import os
+
+    source = tmp_path / "sibling"
+    shutil.copytree(trained["run"], source)
+    (source / "best.pt").unlink()
+    os.mkfifo(source / "best.pt")  # a copy would block on it forever
+    with pytest.raises(ConfigurationError, match=r"best\.pt: not a regular file \(a pipe, socket or device\) in the "
+                                                 r"run .*sibling; nothing was copied"):
+        run_marker.copy_run(source, tmp_path / "run")
+    assert not (tmp_path / "run").exists() and not (tmp_path / "run.copying").exists()
