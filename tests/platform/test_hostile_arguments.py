@@ -253,7 +253,7 @@ def test_jsonnet_evaluation_is_stopped_at_its_time_limit(tmp_path, text):
     assert children() <= before  # the evaluator was killed and reaped: no process, no zombie left
 
 
-@pytest.mark.parametrize("command", ["validate", "train"])
+@pytest.mark.parametrize("command", ["validate", "train", "quickstart"])
 def test_jsonnet_timeout_on_the_command_line(tmp_path, command):
     path = tmp_path / "endless.jsonnet"
     path.write_text(ENDLESS)

@@ -8,9 +8,15 @@ QUICKSTART_SPECS = ["jsonnet_configs/ner/resume_quickstart.jsonnet"]
 
 
 def register(sub) -> None:
+    from multigrain.platform.commands.common import JSONNET_TIMEOUT, seconds
+
     p = sub.add_parser("quickstart", help="train the quickstart spec(s) and print the leaderboard (make run)")
     p.add_argument("specs", nargs="*")
     p.add_argument("-o", "--override", action="append", default=[])
+    p.add_argument("--jsonnet-path", action="append", default=[], metavar="DIR",
+                   help="a folder the specs' imports may read besides their own folder and jsonnet_configs/")
+    p.add_argument("--jsonnet-timeout", type=seconds, default=JSONNET_TIMEOUT, metavar="SECONDS",
+                   help=f"stop evaluating a spec's Jsonnet after this long (default {JSONNET_TIMEOUT:g})")
     p.add_argument("--tracking-uri")
     p.set_defaults(func=with_sigterm(quickstart))  # SIGTERM stops it like Ctrl-C: the run stays resumable
 
@@ -25,7 +31,7 @@ def quickstart(args) -> int:
 
     boards = []
     for path in args.specs or QUICKSTART_SPECS:
-        run = Run(load_spec(path, args.override), source=path)
+        run = Run(load_spec(path, args.override, None, args.jsonnet_path, args.jsonnet_timeout), source=path)
         if run.finished_result() is not None:
             print(f"{path}: already trained in {run.run_dir} (spec hash {run.spec_hash[:12]}); "
                   f"delete that directory to train again")
