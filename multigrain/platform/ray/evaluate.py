@@ -159,11 +159,14 @@ def record_evaluations(rows: list[dict], uri: Optional[str] = None) -> None:
             continue
         logger = RunLogger(uri)
         run_id = logger.start(run.spec, ident, digest, row["run_dir"], leaderboard=True)
-        logger.client.set_tag(run_id, "evaluated_on", row["data"])
-        if row.get("tracking_tags"):
-            logger.client.log_batch(run_id, tags=[RunTag(k, v) for k, v in row["tracking_tags"].items()])
-        logger.client.set_tag(run_id, "mlflow.runName", f"eval-{ident['model']}-{digest[:8]}-{Path(row['data']).name}")
-        logger.finish({"test": row["metrics"], "leaderboard_metric": row.get("leaderboard_metric")}, row["run_dir"])
+        with logger.failing_on_error():  # a store error ends the row FAILED, never left RUNNING
+            logger.client.set_tag(run_id, "evaluated_on", row["data"])
+            if row.get("tracking_tags"):
+                logger.client.log_batch(run_id, tags=[RunTag(k, v) for k, v in row["tracking_tags"].items()])
+            logger.client.set_tag(run_id, "mlflow.runName",
+                                  f"eval-{ident['model']}-{digest[:8]}-{Path(row['data']).name}")
+            logger.finish({"test": row["metrics"], "leaderboard_metric": row.get("leaderboard_metric")},
+                          row["run_dir"])
         row["run_id"] = run_id
 
 
