@@ -23,6 +23,18 @@ fine-tuned on downstream tasks (issue 27). Writes ``benchmarks/results/lattice_b
    data parallel) on the same spec; skipped when this checkout's ``multigrain train`` has no
    ``--workers``.
 
+On a device machine (``benchmarks/device_session.sh lb``) the two pre-trainings run side by side
+on the one GPU and come back as weights for fine-tuning here:
+
+    python benchmarks/lattice_bert.py --chars-budget fit:500 --tasks --side-by-side --no-corpus-stats \
+        --throughput-batches 0 --batch-size 256 --lr 1e-3 --mixed-precision bf16 --export-weights $OUT ...
+    python benchmarks/lattice_bert.py --import-weights DIR --out LB_JSON --tasks resume chnsenticorp bq thucnews
+
+``fit:SECONDS`` pre-trains a probe first (``fit_budget``) and reads as much of the corpus as ends
+within SECONDS (all of it when it fits); ``--export-weights`` writes ``weights_pack`` parts (bf16,
+at most 8 files of 16 MiB); ``--import-weights`` unpacks them into ``--runs-dir``/imported and
+fine-tunes from them, the pre-training rows kept from ``--out`` (the device's JSON).
+
 Runs are ``multigrain.platform.runs.Run`` trainings in ``--runs-dir`` (a finished run directory is
 reused, an interrupted one resumed), logged to MLflow unless ``--no-tracking``. The whole corpus is
 about 10.8M characters (RESULTS.md). Budget: the smoke run trained tiny Lattice-BERT at about 280
@@ -62,7 +74,7 @@ CORPUS_CHARS = 10_809_170  # the whole default corpus (--count-corpus; RESULTS.m
 
 
 def pretrain_spec(name: str, size: str, chars_budget: int, epochs: int, batch_size: int | None,
-                  mixed_precision: str | None = None) -> dict:
+                  mixed_precision: str | None = None, lr: float | None = None) -> dict:
     from multigrain.platform.specs import load_spec
 
     stem = PRETRAINED[name][0].format(size=size)
@@ -73,6 +85,8 @@ def pretrain_spec(name: str, size: str, chars_budget: int, epochs: int, batch_si
         spec["data_loader"]["batch_size"] = batch_size
     if mixed_precision:
         spec["trainer"]["mixed_precision"] = mixed_precision
+    if lr:
+        spec["trainer"]["optimizer"]["lr"] = lr
     return spec
 
 
@@ -144,28 +158,59 @@ def train(spec: dict, run_dir: Path, track: bool, uri: str | None) -> dict:
     return train_or_reuse(spec, run_dir, uri, track=track)
 
 
-def pretrain_all(args) -> dict:
+def pretrain_one(args, name: str) -> dict:
+    """One model's pre-training (a run directory of ``--runs-dir``) and its row of the report."""
     from multigrain.platform.specs import spec_hash
 
-    out = {}
-    for name in args.models:
-        spec = pretrain_spec(name, args.size, args.chars_budget, args.epochs, args.batch_size, args.mixed_precision)
-        run_dir = Path(args.runs_dir) / f"pretrain-{name}-{spec_hash(spec)[:8]}"
-        kept = run_dir / "corpus_stats.json"  # counting builds every lattice again: minutes at millions of chars
-        stats = json.loads(kept.read_text(encoding="utf-8")) if kept.exists() else corpus_stats(spec)
-        started = time.time()
-        result = train(spec, run_dir, not args.no_tracking, args.tracking_uri)
-        if not kept.exists():
-            tmp = kept.with_name(kept.name + ".tmp")
-            tmp.write_text(json.dumps(stats), encoding="utf-8")
-            tmp.replace(kept)
-        seconds = result.get("training_seconds") or (time.time() - started)
-        dev = result.get("validation", {})
-        out[name] = {"run_dir": str(run_dir), "spec_hash": result["spec_hash"], "device": result.get("device"),
-                     "training_seconds": seconds, **stats, "epochs": args.epochs,
-                     "dev": {k: dev.get(k) for k in ("msp_accuracy", "sop_accuracy", "segment_masked_accuracy",
-                                                     "token_masked_accuracy", "msp_loss")}}
-        print(json.dumps({name: out[name]}, indent=1), flush=True)
+    os.chdir(ROOT)  # a spawned process: the specs' data paths are relative to the repository root
+    spec = pretrain_spec(name, args.size, args.chars_budget, args.epochs, args.batch_size, args.mixed_precision,
+                         getattr(args, "lr", None))
+    run_dir = Path(args.runs_dir) / f"pretrain-{name}-{spec_hash(spec)[:8]}"
+    kept = run_dir / "corpus_stats.json"  # counting builds every lattice again: minutes at millions of chars
+    if kept.exists():
+        stats = json.loads(kept.read_text(encoding="utf-8"))
+    elif getattr(args, "corpus_stats", True):
+        stats = corpus_stats(spec)
+    else:  # --no-corpus-stats (a device call): the budget, not a count
+        stats = {"instances": None, "chars": args.chars_budget, "tokens": None}
+    read_seconds = None
+    if getattr(args, "probe", False):  # fit_budget: the reading's rate apart from the training's
+        from multigrain.platform.config import build
+        from multigrain.platform.experiment import Experiment, read_all
+
+        exp = build(Experiment, spec)
+        read_started = time.time()
+        read_all(exp.dataset_reader, exp.train_data_path)
+        read_seconds = time.time() - read_started
+    started = time.time()
+    result = train(spec, run_dir, not args.no_tracking, args.tracking_uri)
+    if not kept.exists() and stats["tokens"] is not None:
+        tmp = kept.with_name(kept.name + ".tmp")
+        tmp.write_text(json.dumps(stats), encoding="utf-8")
+        tmp.replace(kept)
+    seconds = result.get("training_seconds") or (time.time() - started)
+    dev = result.get("validation", {})
+    row = {"run_dir": str(run_dir), "spec_hash": result["spec_hash"], "device": result.get("device"),
+           "training_seconds": seconds, "wall_seconds": time.time() - started, "read_seconds": read_seconds,
+           **stats, "epochs": args.epochs,
+           "dev": {k: dev.get(k) for k in ("msp_accuracy", "sop_accuracy", "segment_masked_accuracy",
+                                           "token_masked_accuracy", "msp_loss")}}
+    print(json.dumps({name: row}, indent=1), flush=True)
+    return row
+
+
+def pretrain_all(args) -> dict:
+    """Every ``--models`` pre-training: one after the other, or with ``--side-by-side`` each in a
+    process of its own at the same time (on one GPU, as the device call does)."""
+    if getattr(args, "side_by_side", False) and len(args.models) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(len(args.models), mp_context=multiprocessing.get_context("spawn")) as pool:
+            rows = dict(zip(args.models, pool.map(pretrain_one, [args] * len(args.models), args.models)))
+        out = {name: rows[name] for name in args.models}
+    else:
+        out = {name: pretrain_one(args, name) for name in args.models}
     speeds = throughput({name: pretrain_spec(name, args.size, args.chars_budget, args.epochs, args.batch_size)
                          for name in args.models}, args.throughput_batches) if args.throughput_batches else {}
     for name, speed in speeds.items():
@@ -273,8 +318,8 @@ def section(report: dict) -> list[str]:
         lines += [f"| `{r['source']}` | {r['fields'] if isinstance(r['fields'], str) else ', '.join(r['fields'])} | "
                   f"{r['pieces']:,} | {r['chars']:,} |" for r in corpus]
         lines += [f"| **total** | | {sum(r['pieces'] for r in corpus):,} | **{total:,}** |"]
-    pre = report.get("pretraining")
-    if pre:
+    pre = {name: r for name, r in (report.get("pretraining") or {}).items() if "dev" in r}  # imported: rows kept
+    if pre and "size" in report.get("setup", {}):
         setup = report["setup"]
         batch = f", batches of {setup['batch_size']} pairs" if setup.get("batch_size") else ""
         lines += ["", f"Pre-training ({setup['size']}, budget {setup['chars_budget']:,} characters x {setup['epochs']} "
@@ -283,12 +328,25 @@ def section(report: dict) -> list[str]:
                   "train tokens/s | dev MSP acc | segment-masked acc | token-masked acc | SOP acc |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for name, r in pre.items():
-            d, speed = r["dev"], r.get("throughput") or {"chars_per_s": float("nan"), "tokens_per_s": float("nan")}
+            # without --throughput-batches: the whole run's rate (validation included)
+            speed = r.get("throughput") or {"chars_per_s": r["chars"] * r["epochs"] / r["training_seconds"],
+                                            "tokens_per_s": float("nan")}
+            d = r["dev"]
             pct = lambda v: "–" if v is None else f"{100 * v:.1f}"  # noqa: E731
-            lines.append(f"| {name} | {r['chars'] * r['epochs']:,} | {r['tokens'] * r['epochs']:,} | "
+            tokens = "–" if r.get("tokens") is None else f"{r['tokens'] * r['epochs']:,}"
+            lines.append(f"| {name} | {r['chars'] * r['epochs']:,} | {tokens} | "
                          f"{r['training_seconds']:.0f} | {speed['chars_per_s']:.0f} | {speed['tokens_per_s']:.0f} | "
                          f"{pct(d['msp_accuracy'])} | {pct(d['segment_masked_accuracy'])} | "
                          f"{pct(d['token_masked_accuracy'])} | {pct(d['sop_accuracy'])} |")
+    if report.get("fit"):
+        fit = report["fit"]
+        lines += ["", f"Budget fitted to the call (`--chars-budget fit:SECONDS`, a probe first): {fit['budget']:,} "
+                  f"characters, {100 * fit['corpus_share']:.1f} % of the corpus; the probe: " + "; ".join(
+                      f"{name} reads {v['read_chars_per_s']:,} and trains {v['train_chars_per_s']:,} characters/s"
+                      for name, v in fit.items() if isinstance(v, dict)) + "."]
+    if report.get("export"):
+        lines += ["", "Weights brought back (`--export-weights`, bf16): " + ", ".join(
+            f"`{f['file']}` {f['bytes'] / 2**20:.1f} MiB" for f in report["export"]) + "."]
     fine = report.get("finetuning")
     if fine:
         names = sorted({n for t in fine.values() for n in t})
@@ -309,10 +367,19 @@ def section(report: dict) -> list[str]:
     return lines
 
 
-def chars_budget(text: str) -> int:
-    """``--chars-budget``: a positive number of characters, or ``all`` (the whole corpus)."""
+def chars_budget(text: str):
+    """``--chars-budget``: a positive number of characters, ``all`` (the whole corpus), or
+    ``fit:SECONDS`` (``("fit", seconds)``: what fits, ``fit_budget``)."""
     if text == "all":
         return CORPUS_CHARS
+    if text.startswith("fit:"):
+        try:
+            seconds = float(text[4:])
+        except ValueError:
+            seconds = float("nan")
+        if not seconds > 0:
+            raise argparse.ArgumentTypeError(f"fit:SECONDS: expected a positive number of seconds, got {text!r}")
+        return ("fit", seconds)
     if not text.isdigit() or int(text) <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive number of characters or 'all', got {text!r}")
     return int(text)
@@ -322,9 +389,25 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count-corpus", action="store_true", help="count the corpus sources' characters")
     parser.add_argument("--chars-budget", type=chars_budget,
-                        help="characters of the corpus each pre-training reads per epoch ('all': the whole corpus)")
+                        help="characters of the corpus each pre-training reads per epoch ('all': the whole corpus; "
+                             "'fit:SECONDS': as many as end within SECONDS of the start, measured by a probe first)")
+    parser.add_argument("--fit-probe-chars", type=int, default=200_000,
+                        help="--chars-budget fit:SECONDS: characters of each probe pre-training (default 200000)")
+    parser.add_argument("--fit-margin", type=float, default=45.0,
+                        help="--chars-budget fit:SECONDS: seconds kept for the processes' start, the export and the report "
+                             "(default 45)")
     parser.add_argument("--epochs", type=int, default=1)
-    parser.add_argument("--batch-size", type=int, default=None)
+    parser.add_argument("--batch-size", type=int, default=None, help="pre-training batch (the spec's: 64)")
+    parser.add_argument("--lr", type=float, default=None, help="pre-training AdamW rate (the spec's: 6e-4)")
+    parser.add_argument("--side-by-side", action="store_true",
+                        help="the pre-trainings at the same time, each in a process of its own")
+    parser.add_argument("--no-corpus-stats", dest="corpus_stats", action="store_false",
+                        help="do not count the corpus's lattice tokens first (it builds every lattice once more)")
+    parser.add_argument("--export-weights", metavar="DIR",
+                        help="after pre-training, the models' weights into DIR: bf16, at most 8 files of 16 MiB")
+    parser.add_argument("--import-weights", metavar="DIR",
+                        help="no pre-training: the models of DIR (--export-weights elsewhere) are fine-tuned; the "
+                             "pre-training rows come from --out")
     parser.add_argument("--size", default="tiny", choices=["tiny", "lite", "base"])
     parser.add_argument("--throughput-batches", type=int, default=10, help="training batches timed per model")
     parser.add_argument("--models", nargs="*", default=list(PRETRAINED), choices=list(PRETRAINED))
@@ -356,6 +439,10 @@ def main(argv=None) -> int:
     report = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
     if args.count_corpus:
         report["corpus"] = count_corpus()
+    from lattice_bert_device import export_weights, fit_budget, import_weights
+
+    if isinstance(args.chars_budget, tuple):  # fit:SECONDS
+        args.chars_budget, report["fit"] = fit_budget(args, args.chars_budget[1], args.fit_probe_chars, args.fit_margin)
     if args.chars_budget:
         missing = sorted(set(args.finetune_models) - set(args.models))
         if missing:
@@ -368,11 +455,23 @@ def main(argv=None) -> int:
                            "finetune_epochs": args.finetune_epochs,
                            "finetune_lr": args.finetune_lr, "finetune_max_instances": args.finetune_max_instances}
         report["pretraining"] = pretrain_all(args)
+        if args.export_weights:
+            report["export"] = export_weights(report["pretraining"], Path(args.export_weights))
         report["finetuning"] = finetune_all(args, report["pretraining"]) if args.tasks else {}
         report["workers"] = workers_scaling(args) if args.workers else report.get("workers")
         report["note"] = args.note
+    elif args.import_weights:
+        report["pretraining"] = import_weights(report, Path(args.import_weights), Path(args.runs_dir))
+        report.setdefault("setup", {}).update(seeds=args.seeds, finetune_epochs=args.finetune_epochs,
+                                              finetune_lr=args.finetune_lr,
+                                              finetune_max_instances=args.finetune_max_instances,
+                                              finetune_device=describe_device(pick_device(None)))
+        missing = sorted(set(args.finetune_models) - set(report["pretraining"]))
+        if missing:
+            parser.error(f"--finetune-models {missing}: not in {args.import_weights}")
+        report["finetuning"] = finetune_all(args, report["pretraining"]) if args.tasks else {}
     elif not args.count_corpus:
-        parser.error("give --chars-budget (pre-train and fine-tune) and/or --count-corpus")
+        parser.error("give --chars-budget (pre-train and fine-tune), --import-weights and/or --count-corpus")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".tmp")
     tmp.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")

@@ -7,13 +7,14 @@ section of RESULTS.md.
     .venv/bin/python benchmarks/serve_load.py --rounds 2      # each path twice, alternating
     .venv/bin/python benchmarks/serve_load.py --seconds 10 --baseline-seconds 0 --no-write   # a quick look
 
-The paths (``--variants``): ``batched``, what ``multigrain serve`` does: the requests that arrive
-together are predicted in one forward pass (``serve_batching.Batcher``, up to 64 texts), and Serve's
-proxy hands each request to the replica in a Ray actor call; ``unbatched``, the same with one
-request's texts per forward pass (``MULTIGRAIN_SERVE_MAX_BATCH=1``); ``grpc``, batched, with Serve's
-gRPC transport between proxy and replica (``RAY_SERVE_PROXY_USE_GRPC=1``, not used by ``multigrain
-serve``). Each variant gets a server of its own, started in turn, under the same clients;
-``--rounds 2`` runs them all twice in turn, so a change of the machine's load during the run
+The paths (``--variants``, default ``replica,proxy``): ``replica``, what ``multigrain serve`` does on a
+local Ray: each ingress replica answers HTTP itself (``serve_front``); ``proxy``, the previous
+default (``--ingress proxy``): Serve's proxy hands each request to the replica in a Ray actor call;
+both batch the requests that arrive together (``serve_batching.Batcher``, up to 64 texts).
+``unbatched``: through the proxy, one request's texts per forward pass
+(``MULTIGRAIN_SERVE_MAX_BATCH=1``); ``grpc``: through the proxy over Serve's gRPC transport
+(``RAY_SERVE_PROXY_USE_GRPC=1``). Each variant gets a server of its own, started in turn, under the
+same clients; ``--rounds 2`` runs them all twice in turn, so a change of the machine's load during the run
 touches each. The load average (1 min) is recorded at
 the start and end of every phase, and the CPU seconds per request of the server's processes
 (proxy, ingress replica, the rest) and of the clients.
@@ -229,15 +230,20 @@ def versions() -> str:
     return f"Python {platform.python_version()}, torch {torch.__version__}, ray {ray.__version__}"
 
 
-VARIANTS = {
-    "batched": ("`multigrain serve` as it is: the requests that arrive together in one forward pass (up to 64 "
-                "texts), proxy -> replica in a Ray actor call", {"RAY_SERVE_PROXY_USE_GRPC": "0"}),
-    "unbatched": ("one request's texts per forward pass (`MULTIGRAIN_SERVE_MAX_BATCH=1`)",
-                  {"RAY_SERVE_PROXY_USE_GRPC": "0", "MULTIGRAIN_SERVE_MAX_BATCH": "1"}),
-    "grpc": ("batched, proxy -> replica over Serve's gRPC transport (`RAY_SERVE_PROXY_USE_GRPC=1`, room for "
-             "answers over 4 MiB)", {"RAY_SERVE_PROXY_USE_GRPC": "1",
-                                     "RAY_SERVE_REPLICA_GRPC_MAX_MESSAGE_LENGTH": str(2**31 - 1)}),
+VARIANTS = {  # name: (what it is, environment of the server, flags of the server)
+    "replica": ("`multigrain serve` as it is now on a local Ray: each ingress replica answers HTTP itself "
+                "(`serve_front`: uvicorn in the replica, no Serve proxy, no actor call), the requests that arrive "
+                "together in one forward pass (up to 64 texts)", {}, ["--ingress", "replica"]),
+    "proxy": ("the previous default (`--ingress proxy`): Serve's HTTP proxy -> replica in a Ray actor call, "
+              "batched as above", {"RAY_SERVE_PROXY_USE_GRPC": "0"}, ["--ingress", "proxy"]),
+    "unbatched": ("through the proxy, one request's texts per forward pass (`MULTIGRAIN_SERVE_MAX_BATCH=1`)",
+                  {"RAY_SERVE_PROXY_USE_GRPC": "0", "MULTIGRAIN_SERVE_MAX_BATCH": "1"}, ["--ingress", "proxy"]),
+    "grpc": ("through the proxy, batched, proxy -> replica over Serve's gRPC transport (`RAY_SERVE_PROXY_USE_GRPC=1`, "
+             "room for answers over 4 MiB)", {"RAY_SERVE_PROXY_USE_GRPC": "1",
+                                             "RAY_SERVE_REPLICA_GRPC_MAX_MESSAGE_LENGTH": str(2**31 - 1)},
+             ["--ingress", "proxy"]),
 }
+DEFAULT_VARIANTS = ["replica", "proxy"]
 
 
 def report(args, flags: list[str], results: list[dict]) -> str:
@@ -310,10 +316,12 @@ def main(argv=None) -> int:
     parser.add_argument("--max-text-chars", type=int, default=100_000,
                         help="the server's --max-text-chars: at least --long-chars, so the long texts are served")
     parser.add_argument("--max-body-bytes", type=int, default=1 << 20)
-    parser.add_argument("--variants", type=variant_list, default=list(VARIANTS),
-                        help=f"request paths to measure, in this order (default {','.join(VARIANTS)})")
+    parser.add_argument("--variants", type=variant_list, default=DEFAULT_VARIANTS,
+                        help=f"request paths to measure, in this order, from {','.join(VARIANTS)} "
+                             f"(default {','.join(DEFAULT_VARIANTS)})")
     parser.add_argument("--rounds", type=int, default=1, help="each variant this many times, alternating")
     parser.add_argument("--no-write", action="store_true", help="print, do not write RESULTS.md")
+    parser.add_argument("--json", help="also write the results (and the load averages) to this JSON file")
     args = parser.parse_args(argv)
 
     run_dir = Path(args.run_dir) if args.run_dir else served_model(ROOT / "runs" / "bench" / "serve_load")
@@ -328,7 +336,7 @@ def main(argv=None) -> int:
         for name in args.variants:
             log = ROOT / "runs" / "bench" / f"serve_load_{name}.log"
             log.parent.mkdir(parents=True, exist_ok=True)
-            server = Server(run_dir, flags, log, env=VARIANTS[name][1])
+            server = Server(run_dir, flags + VARIANTS[name][2], log, env=VARIANTS[name][1])
             try:
                 warm_up(server, shorts[:20] + [body_of(long_text[:5000])])
                 base = (phase(server, shorts, [], args.clients, args.baseline_seconds)
@@ -344,6 +352,10 @@ def main(argv=None) -> int:
     text = report(args, flags, results)
     print(SECTION + "\n" + text)
     print(json.dumps(results, indent=1))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"load_at_start": LOAD_AT_START, "load_at_end": os.getloadavg()[0],
+                                               "cpus": os.cpu_count(), "versions": versions(), "results": results},
+                                              indent=1) + "\n")
     if not args.no_write:
         write_section(SECTION, SECTION + "\n" + text)  # the heading, then a blank line
     return 0

@@ -68,6 +68,10 @@ def register(subparsers) -> None:
     p.add_argument("--num-gpus", type=non_negative_float,
                    help="GPUs per replica (default when the cluster has GPUs: 1, or 0.5 with a long-input replica)")
     p.add_argument("--address", help="Ray cluster address (default: Ray in this process)")
+    p.add_argument("--ingress", choices=("replica", "proxy"),
+                   help="who answers HTTP: 'replica', each ingress replica itself on --host/--port (no proxy, no "
+                        "Ray call on a request's way; the default without --address), or 'proxy', Ray Serve's "
+                        "HTTP proxy (the default, and the only choice, with --address)")
     limits = p.add_argument_group("request limits (over one: HTTP 413 naming it)")
     limits.add_argument("--max-body-bytes", type=at_least(1), default=1 << 20,
                         help="request body size (default 1048576)")
@@ -98,6 +102,7 @@ def cmd_serve(args) -> int:
     import time
 
     from multigrain.platform.commands.interrupt import interrupt
+    from multigrain.platform.errors import ConfigurationError
     from multigrain.platform.ray.archives import check_archives
     from multigrain.platform.ray.cluster import cluster_resources, connect
     from multigrain.platform.ray.serve import check_fits, check_port_free, replica_resources, start_service
@@ -107,6 +112,10 @@ def cmd_serve(args) -> int:
     named = check_archives(args.run_dirs)
     check_port_free(args.host, args.port)
     local = args.address in (None, "", "local")
+    ingress = args.ingress or ("replica" if local else "proxy")
+    if ingress == "replica" and not local:
+        raise ConfigurationError("--ingress replica needs the Ray of this command (no --address): on a cluster the "
+                                 "replicas run on other machines; use --ingress proxy")
     started = connect(args.address, loopback=local)
     # ray.init installs its own SIGTERM handler (an abort with a stack dump): SIGTERM and
     # SIGINT (also when started in the background with SIGINT ignored) unwind to the finally
@@ -117,7 +126,7 @@ def cmd_serve(args) -> int:
             check_fits(len(named), args.replicas, replica_resources(args.num_cpus, args.num_gpus, limits), limits,
                        cluster_resources())
         urls = start_service(named, host=args.host, port=args.port, replicas=args.replicas,
-                             num_cpus=args.num_cpus, num_gpus=args.num_gpus, limits=limits)
+                             num_cpus=args.num_cpus, num_gpus=args.num_gpus, limits=limits, ingress=ingress)
         for name, url in urls.items():
             print(f"{name}: POST {url}", flush=True)
         example = next(iter(urls.values()))

@@ -21,6 +21,9 @@ def register(subparsers) -> None:
     p.add_argument("--resources", metavar="JSON",
                    help='Ray options per trial, e.g. \'{"num_cpus":1,"num_gpus":0.5}\' (default: 1 CPU, and 1 GPU '
                         'when the cluster has GPUs unless trainer.cuda_device is -1)')
+    p.add_argument("--gpus-per-trial", type=float, metavar="F",
+                   help="GPUs of each trial: a fraction runs several trials on one GPU at once (0.25: four); "
+                        "the same as --resources '{\"num_gpus\": F}'")
     p.add_argument("--resume", action="store_true",
                    help="skip trials whose spec hash has a FINISHED run in MLflow; continue the others")
     p.add_argument("--max-retries", type=int, default=2, help="retries of a trial whose worker dies (default 2)")
@@ -35,12 +38,13 @@ def cmd_sweep(args) -> int:
 
     from multigrain.platform.commands.common import load_spec_args, spec_stem
     from multigrain.platform.ray.cluster import check_reachable
-    from multigrain.platform.ray.sweep import expand_sweep, parse_grid, parse_resources, plan_trials, validate_trials
+    from multigrain.platform.ray.sweep import (expand_sweep, parse_grid, parse_resources, plan_trials, validate_trials,
+                                              with_gpus_per_trial)
     from multigrain.platform.ray.sweep_report import print_summary
 
     # everything that can be wrong is found before Ray starts or anything is scheduled
     grid = parse_grid(args.grid)
-    requested = parse_resources(args.resources)
+    requested = with_gpus_per_trial(parse_resources(args.resources), args.gpus_per_trial)
     if args.address not in (None, "", "local", "auto") and not args.address.startswith(("http://", "https://")):
         check_reachable(args.address)
     spec = load_spec_args(args)

@@ -12,6 +12,12 @@ Long inputs do not hold short ones up. A request whose texts add up to more than
 text), at a lower CPU priority (``nice``), with a short queue (full: 429 with Retry-After). Short
 requests are answered by the ingress replicas meanwhile.
 
+Who answers HTTP (``--ingress``): on the local Ray of ``multigrain serve`` the ingress replicas
+themselves (``serve_front``: uvicorn in each replica on ``--host``/``--port``, shared with
+``SO_REUSEPORT``; Serve runs no proxy), which cut the server's CPU per short request from ~10 ms to
+~2 ms on ``benchmarks/serve_load.py``; with ``--address`` (a cluster, replicas on other machines)
+Serve's HTTP proxy, which calls the replica (``__call__``).
+
 Faults: the Serve controller health-checks replicas and replaces one that dies, reloading its
 archive (Serve forbids ``max_restarts`` on replicas).
 """
@@ -105,23 +111,52 @@ def _error(status: int, message: str, headers: Optional[dict] = None):
 class ArchivePredictor:
     """The ingress replica of one archive: ``POST {"instances": [{"text": ...}]}`` ->
     ``{"predictions": [...]}``, the same JSON as ``archive.predict_batches``. Short requests are
-    predicted here; long ones (``Limits.long_input_chars``) go to ``long_inputs``."""
+    predicted here; long ones (``Limits.long_input_chars``) go to ``long_inputs``.
+
+    With ``front`` (``{"name", "host", "port", "names"}``: a local Ray, ``serve_front``) the replica
+    answers HTTP itself on ``host:port`` and Serve runs no proxy; else Serve's proxy calls it."""
 
     def __init__(self, run_dir: str, batch_size: Optional[int] = None, limits: Optional[dict] = None,
-                 long_inputs: Any = None, included: Sequence = (), max_batch: int = 64):
+                 long_inputs: Any = None, included: Sequence = (), max_batch: int = 64,
+                 front: Optional[dict] = None):
         loopback_replica_server()
         self.loaded = LoadedArchive(run_dir, batch_size, included)
         self.batcher = Batcher(self.loaded, max_batch)  # texts per forward pass
         self.limits = Limits(**(limits or {}))
         self.long_inputs = long_inputs  # a DeploymentHandle of LongInputPredictor, or None
+        self.front = None
+        if front is not None:
+            from multigrain.platform.ray.serve_front import Front, FrontApp
+
+            handles: dict = {}
+
+            def other(name: str):
+                if name not in front["names"]:
+                    return None
+                if name not in handles:
+                    from ray import serve
+
+                    handles[name] = serve.get_deployment_handle("predictor", app_name=name)
+                return handles[name]
+
+            self.front = Front(FrontApp(front["name"], self.answer, self.limits, other), front["host"], front["port"])
 
     async def __call__(self, request):
+        """Through Serve's proxy (``multigrain serve --address``)."""
         from starlette.responses import JSONResponse
 
         if request.method != "POST":
             return _error(405, 'POST a JSON body {"instances": [{"text": "..."}]}', {"Allow": "POST"})
         try:
             body = await read_body(request, self.limits.max_body_bytes)
+        except RequestError as e:
+            return _error(e.status, str(e))
+        status, payload, headers = await self.answer(body)
+        return JSONResponse(payload, status_code=status, headers=headers)
+
+    async def answer(self, body: bytes) -> tuple[int, dict, Optional[dict]]:
+        """One request's body -> (HTTP status, JSON payload, extra headers); client errors 4xx."""
+        try:
             instances, total = parse_instances(body, self.limits)
             if self.long_inputs is not None and total > self.limits.long_input_chars:
                 predictions = await self._long(instances)
@@ -129,9 +164,17 @@ class ArchivePredictor:
                 predictions = await self.batcher.predict(self.loaded.examples(instances))
         except (RequestError, MultigrainError) as e:
             status = getattr(e, "status", 400)
-            return _error(status, str(e), {"Retry-After": str(RETRY_AFTER_S)} if status == 429 else None)
+            return status, {"error": str(e)}, {"Retry-After": str(RETRY_AFTER_S)} if status == 429 else None
         log_truncated(predictions)
-        return JSONResponse({"predictions": predictions})
+        return 200, {"predictions": predictions}, None
+
+    def check_health(self) -> None:
+        if self.front is not None:
+            self.front.check()
+
+    def __del__(self):
+        if getattr(self, "front", None) is not None:
+            self.front.stop()
 
     async def _long(self, instances: list[dict]) -> list:
         from ray.serve.exceptions import BackPressureError
@@ -146,16 +189,33 @@ class ArchivePredictor:
         return outcome
 
 
+def lower_priority(niceness: int) -> list[int]:
+    """Every thread of this process at ``niceness`` (at least), and so the threads they start.
+    On Linux a nice value belongs to a thread: ``os.nice`` in the constructor, which Serve runs
+    in a thread of its own, left the threads that predict (Serve's executor) at the replica's
+    priority. Returns the threads changed (none where that is not permitted)."""
+    changed = []
+    try:
+        threads = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:  # not Linux: the process's own value
+        threads = [0]
+    for tid in threads:
+        try:
+            if os.getpriority(os.PRIO_PROCESS, tid) < niceness:
+                os.setpriority(os.PRIO_PROCESS, tid, niceness)
+                changed.append(tid)
+        except OSError:  # not permitted, or the thread ended: same priority, still a process of its own
+            pass
+    return changed
+
+
 class LongInputPredictor:
     """The long-input replica of one archive: one request at a time, texts one by one, at a
     lower CPU priority than the ingress replicas (and one torch thread) so that they keep the
     processor for short requests."""
 
     def __init__(self, run_dir: str, batch_size: Optional[int] = None, niceness: int = 10, included: Sequence = ()):
-        try:
-            os.nice(niceness)
-        except OSError:  # not permitted here: same priority, still a process of its own
-            pass
+        lower_priority(niceness)
         import torch
 
         loopback_replica_server()
@@ -212,21 +272,26 @@ def url_of(host: str, port: int, name: str) -> str:
 
 def start_service(named: dict[str, str], host: str = "127.0.0.1", port: int = 8000, replicas: int = 1,
                   num_cpus: float = 1.0, num_gpus: Optional[float] = None,
-                  limits: Optional[Limits] = None) -> dict[str, str]:
+                  limits: Optional[Limits] = None, ingress: str = "replica") -> dict[str, str]:
     """One Serve application per archive at ``/predict/<name>``: ``replicas`` ingress replicas
     and, unless ``limits.long_input_chars`` is 0, one long-input replica (each importing the
-    user's plugins, ``plugins.travelling``); returns name -> URL."""
+    user's plugins, ``plugins.travelling``); returns name -> URL. ``ingress``: ``"replica"``, the
+    ingress replicas answer HTTP on ``host:port`` themselves (``serve_front``; every replica on
+    this machine: a local Ray), or ``"proxy"``, through Serve's HTTP proxy."""
     from ray import serve
 
     from multigrain.platform.plugins import travelling
 
+    if ingress not in ("replica", "proxy"):
+        raise ConfigurationError(f"--ingress {ingress!r}: expected 'replica' or 'proxy'")
     limits = limits or Limits()
     limits.check()
     max_batch = batch_examples()  # MULTIGRAIN_SERVE_MAX_BATCH here, where the command runs
     actor = replica_resources(num_cpus, num_gpus, limits)
     logging = {"enable_access_log": False}  # a log line per request costs the proxy and replica ~1/4 of their time
     shutdown = {"graceful_shutdown_wait_loop_s": 0.5, "graceful_shutdown_timeout_s": 2.0, "logging_config": logging}
-    serve.start(http_options={"host": host, "port": port, "request_timeout_s": limits.request_timeout_s},
+    serve.start(proxy_location="Disabled" if ingress == "replica" else None,
+                http_options={"host": host, "port": port, "request_timeout_s": limits.request_timeout_s},
                 logging_config=logging)
     urls, included = {}, travelling()
     for name, run_dir in named.items():
@@ -235,12 +300,17 @@ def start_service(named: dict[str, str], host: str = "127.0.0.1", port: int = 80
             long_inputs = serve.deployment(
                 LongInputPredictor, name="long_inputs", num_replicas=1, max_ongoing_requests=1,
                 max_queued_requests=limits.long_input_queue, ray_actor_options=actor, **shutdown).bind(run_dir, included=included)
-        ingress = serve.deployment(
+        # through the proxy Serve holds max_ongoing_requests per replica and queues the rest; a
+        # front holds them all (its own 429 past max_ongoing + max_queued)
+        ongoing = limits.max_ongoing_requests + (limits.max_queued_requests if ingress == "replica" else 0)
+        ingress_deployment = serve.deployment(
             ArchivePredictor, name="predictor", num_replicas=replicas,
-            max_ongoing_requests=limits.max_ongoing_requests, max_queued_requests=limits.max_queued_requests,
+            max_ongoing_requests=ongoing, max_queued_requests=limits.max_queued_requests,
             backpressure_config={"status_code": 429, "retry_after_s": RETRY_AFTER_S},
             ray_actor_options=actor, **shutdown)
-        serve.run(ingress.bind(run_dir, None, asdict(limits), long_inputs, included, max_batch=max_batch), name=name,
-                  route_prefix=f"/predict/{name}")
+        front = {"name": name, "host": host, "port": port, "names": sorted(named)} if ingress == "replica" else None
+        serve.run(ingress_deployment.bind(run_dir, None, asdict(limits), long_inputs, included, max_batch=max_batch,
+                                          front=front),
+                  name=name, route_prefix=f"/predict/{name}")
         urls[name] = url_of(host, port, name)
     return urls

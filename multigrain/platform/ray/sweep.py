@@ -1,8 +1,9 @@
 """Sweeps: a grid x seeds of one spec, each trial a Ray task that trains into its own run
 directory; the driver logs every finished trial to MLflow (see the package docstring).
 
-Placement. A trial asks Ray for ``num_cpus`` (default 1) and ``num_gpus``: the ``--resources``
-value when given (fractions pack several trials on one GPU); otherwise 1 when the cluster has a
+Placement. A trial asks Ray for ``num_cpus`` (default 1) and ``num_gpus``: ``--gpus-per-trial`` or
+``--resources`` when given (0.25: four trials at once on one GPU, each a process seeing it as
+``cuda:0``; where torch has no CUDA they train on the CPU); otherwise 1 when the cluster has a
 GPU resource (Ray detects CUDA devices on each node) and the spec does not pin the CPU with
 ``trainer.cuda_device: -1``; else 0. Ray sets ``CUDA_VISIBLE_DEVICES`` for a GPU trial, so the
 trial sees its GPU as ``cuda:0``; a spec naming ``cuda_device >= 1`` is refused in a GPU sweep.
@@ -22,6 +23,7 @@ import itertools
 import json
 import os
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -109,6 +111,21 @@ def parse_resources(text: Optional[str]) -> Optional[dict]:
     if problems:
         raise ConfigurationError("\n".join(problems))
     return value
+
+
+def with_gpus_per_trial(requested: Optional[dict], gpus: Optional[float]) -> Optional[dict]:
+    """``--gpus-per-trial F`` into the trial's Ray options (not with ``--resources`` num_gpus)."""
+    if gpus is None:
+        return requested
+    if not 0 < gpus < float("inf"):  # NaN too
+        problems = [f"--gpus-per-trial {gpus}: expected a number of GPUs more than 0 (0.25: four trials a GPU)"]
+    else:
+        problems = [f"--gpus-per-trial {gpus:g}: above 1 it must be a whole number"] if gpus > 1 and gpus % 1 else []
+    if requested and "num_gpus" in requested:
+        problems.append("--gpus-per-trial and --resources num_gpus both set: give one")
+    if problems:
+        raise ConfigurationError("\n".join(problems))
+    return dict(requested or {}, num_gpus=gpus)
 
 
 def expand_sweep(spec: dict, grid: list[tuple[str, list]], seeds: int, name: str,
@@ -299,6 +316,7 @@ def _trial_task(spec: dict, run_dir: str, index: int, monitor, cwd: str, hide_gp
 
         include_travelled(included)
     node = ray.get_runtime_context().get_node_id()
+    started = time.time()
     monitor.started.remote(index, os.getpid(), node, gpu_ids)
     from multigrain.platform.runs import trainer_settings
 
@@ -312,7 +330,8 @@ def _trial_task(spec: dict, run_dir: str, index: int, monitor, cwd: str, hide_gp
     except MultigrainError as e:
         raise RemoteError(str(e)) from None
     result["placement"] = {"pid": os.getpid(), "node": node, "gpu_ids": gpu_ids,
-                           "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
+                           "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+                           "started": started, "finished": time.time()}
     return result
 
 

@@ -20,7 +20,8 @@ from multigrain.platform.ray.archives import check_archives
 from multigrain.platform.ray.cluster import cluster_resources, patient_serve_defaults
 from multigrain.platform.ray.evaluate import evaluator_pool
 from multigrain.platform.ray.serve import start_service
-from multigrain.platform.ray.sweep import Trial, expand_sweep, parse_grid, run_sweep, trial_resources
+from multigrain.platform.ray.sweep import (Trial, expand_sweep, parse_grid, run_sweep, trial_resources,
+                                           with_gpus_per_trial)
 from multigrain.platform.ray.sweep_report import summarize
 from tests.conftest import ROOT, mlflow_runs, resume_tagger_spec, write_spec
 from tests.platform.distributed.ray_head import free_port
@@ -156,6 +157,11 @@ def test_trial_resources_rule():
     assert trial_resources(None, pinned, {"CPU": 8, "GPU": 2}) == {"num_cpus": 1, "num_gpus": 0}
     assert trial_resources({"num_cpus": 2, "num_gpus": 0.5}, cpu_spec, {"CPU": 8}) == {"num_cpus": 2,
                                                                                         "num_gpus": 0.5}
+    # --gpus-per-trial: the same as --resources num_gpus, also for a spec pinned to the CPU
+    assert trial_resources(with_gpus_per_trial(None, 0.25), pinned, {"CPU": 8, "GPU": 1}) == {"num_cpus": 1,
+                                                                                             "num_gpus": 0.25}
+    assert with_gpus_per_trial({"num_cpus": 2}, 2) == {"num_cpus": 2, "num_gpus": 2}
+    assert with_gpus_per_trial({"num_cpus": 2}, None) == {"num_cpus": 2}
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -167,6 +173,11 @@ def test_trial_resources_rule():
     (["--grid", LR_GRID, "-o", "train_data_path=missing.bmes"], "train_data_path: file not found: missing.bmes"),
     (["--grid", LR_GRID, "--address", "127.0.0.1:{port}"], "cannot reach a Ray cluster there"),
     (["--grid", LR_GRID, "--resources", '{"num_gpu": 1}'], "unknown key 'num_gpu'"),
+    (["--grid", LR_GRID, "--gpus-per-trial", "0"], "--gpus-per-trial 0.0: expected a number of GPUs more than 0"),
+    (["--grid", LR_GRID, "--gpus-per-trial", "nan"], "--gpus-per-trial nan: expected a number of GPUs more than 0"),
+    (["--grid", LR_GRID, "--gpus-per-trial", "1.5"], "--gpus-per-trial 1.5: above 1 it must be a whole number"),
+    (["--grid", LR_GRID, "--gpus-per-trial", "0.5", "--resources", '{"num_gpus": 0.5}'],
+     "--gpus-per-trial and --resources num_gpus both set: give one"),
 ])
 def test_bad_sweeps_fail_before_scheduling(tmp_path, monkeypatch, capsys, argv, message):
     import ray
@@ -258,6 +269,29 @@ def test_gpu_placement_with_declared_gpu(ray_local, swept, tmp_path):
     assert placement["gpu_ids"] == ["0"] and placement["cuda_visible_devices"] == "0"
 
 
+def test_fractional_gpus_run_four_trials_on_one_gpu_at_once(ray_local, swept, tmp_path):
+    """``--gpus-per-trial 0.25`` on a Ray with one GPU (a logical one: this machine has none): the
+    four trials hold the GPU together (Ray's free GPU reaches 0 with no trial waiting for it), in
+    four processes, each seeing it as ``CUDA_VISIBLE_DEVICES=0``, and each trains on the CPU since
+    torch here has no CUDA."""
+    import ray
+    import torch
+
+    spec = resume_tagger_spec(tmp_path / "data")
+    trials = expand_sweep(spec, parse_grid([LR_GRID]), 2, "tiny", tmp_path / "runs")
+    options = trial_resources(with_gpus_per_trial({"num_cpus": 0.5}, 0.25), spec, cluster_resources())
+    assert options == {"num_cpus": 0.5, "num_gpus": 0.25}
+    free_gpu = []
+    run_sweep(trials, options, uri=swept["scratch_uri"], poll=0.1,
+              on_update=lambda ts: free_gpu.append(ray.available_resources().get("GPU", 0.0)))
+    assert [t.state for t in trials] == ["FINISHED"] * 4, [t.error for t in trials]
+    placements = [t.result["placement"] for t in trials]
+    assert all(p["gpu_ids"] == ["0"] and p["cuda_visible_devices"] == "0" for p in placements), placements
+    assert min(free_gpu) == 0.0 and len({p["pid"] for p in placements}) == 4
+    assert not torch.cuda.is_available() and {t.result["device"].split()[0] for t in trials} == {"CPU"}
+    assert ray.available_resources().get("GPU") == 1.0  # given back
+
+
 def test_killed_worker_is_retried_and_no_run_is_lost(ray_local, workdir, tmp_path):
     spec = resume_tagger_spec(tmp_path / "data")
     trials = expand_sweep(spec, [], 2, "tiny", tmp_path / "runs")
@@ -315,7 +349,9 @@ def test_local_workers_give_a_serve_proxy_time_to_start(ray_local, monkeypatch):
     assert os.environ["RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S"] == "7"  # the user's value stays
 
 
-def test_serve_answers_like_in_process_predict(swept):
+@pytest.mark.parametrize("ingress", ["replica", "proxy"])
+def test_serve_answers_like_in_process_predict(swept, ingress):
+    """Both ways in: the replica's own HTTP front (a local Ray) and Serve's proxy (a cluster)."""
     from ray import serve
 
     from multigrain.platform.runs import Run
@@ -324,7 +360,7 @@ def test_serve_answers_like_in_process_predict(swept):
     named = check_archives([str(run_dir)])
     port = free_port()
     try:
-        urls = start_service(named, host="127.0.0.1", port=port, num_cpus=0.5)
+        urls = start_service(named, host="127.0.0.1", port=port, num_cpus=0.5, ingress=ingress)
         url = urls[run_dir.name]
         assert url == f"http://127.0.0.1:{port}/predict/{run_dir.name}"
         texts = ["张三，男，1962年出生，中国国籍。", "现任北京大学教授", "高级工程师"]

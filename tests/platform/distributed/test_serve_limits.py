@@ -284,13 +284,13 @@ def command_of(pid: int) -> str:
 
 # ---------------------------------------------------------------------------- one served model
 class Server:
-    def __init__(self, run_dir: Path, log: Path):
+    def __init__(self, run_dir: Path, log: Path, more: tuple = ()):
         self.port = free_port()
         self.log = open(log, "w+")
         env = dict(os.environ, PYTHONPATH=str(ROOT), MULTIGRAIN_QUIET="1")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "multigrain.platform.cli", "serve", str(run_dir), "--port", str(self.port),
-             *SERVE_FLAGS], stdout=self.log, stderr=subprocess.STDOUT, env=env, cwd=run_dir.parent,
+            [sys.executable, "-m", "multigrain.platform.cli", "serve", str(run_dir), *map(str, more),
+             "--port", str(self.port), *SERVE_FLAGS], stdout=self.log, stderr=subprocess.STDOUT, env=env, cwd=run_dir.parent,
             start_new_session=True)  # its own session: every process it starts is found by session id
         self.path = f"/predict/{run_dir.name}"
         deadline = time.time() + 180
@@ -304,11 +304,11 @@ class Server:
         self.log.seek(0)
         return self.log.read()
 
-    def post(self, body, timeout: float = 120) -> tuple[int, dict, dict]:
+    def post(self, body, timeout: float = 120, path: str = "") -> tuple[int, dict, dict]:
         raw = body if isinstance(body, bytes) else json.dumps(body, ensure_ascii=False).encode()
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         try:
-            conn.request("POST", self.path, body=raw, headers={"Content-Type": "application/json"})
+            conn.request("POST", path or self.path, body=raw, headers={"Content-Type": "application/json"})
             response = conn.getresponse()
             return response.status, json.loads(response.read() or b"null"), dict(response.getheaders())
         finally:
@@ -367,8 +367,15 @@ def test_the_most_texts_of_a_forward_pass_come_from_the_environment():
 
 @pytest.fixture(scope="module")
 def server(tiny_run):
+    """Two models (the tiny run and a copy, ``tiny_b``): each model's ingress replica answers HTTP on
+    the same port (``serve_front``), a request for the other model handed over by a handle."""
+    import shutil
+
     run_dir = tiny_run
-    served = Server(run_dir, run_dir.parent / "serve.log")
+    copy = run_dir.parent / "tiny_b"
+    if not copy.exists():
+        shutil.copytree(run_dir, copy)
+    served = Server(run_dir, run_dir.parent / "serve.log", more=(copy,))
     yield served
     if served.process.poll() is None:
         served.kill()
@@ -384,6 +391,29 @@ def test_answers_and_limits_over_http(server):
     status, body, _ = server.post(b'{"instances": [{"text": "' + b"a" * 1_500_000 + b'"}]}')
     assert status == 413 and body["error"] == ("the body is 1500029 bytes, over the limit of 1500000 bytes "
                                                "(multigrain serve --max-body-bytes)")
+
+
+def test_both_models_answer_on_the_one_port_whichever_replica_takes_the_connection(server):
+    """Every request on a fresh connection: the kernel hands each connection to one of the two
+    models' replicas (SO_REUSEPORT), so about half of them are handed over to the other model's
+    replica (16 requests: all answered by their own front is a chance of 2**-16)."""
+    expected = None
+    for n in range(8):
+        for path in ("/predict/tiny", "/predict/tiny_b"):
+            status, body, _ = server.post({"instances": [{"text": SENTENCE}]}, path=path)
+            assert status == 200 and body["predictions"][0]["text"] == SENTENCE, (path, status, body)
+            expected = expected or body
+            assert body == expected  # the same weights: the same tags
+    status, body, _ = server.post({"instances": [{"text": SENTENCE}]}, path="/predict/nothing")
+    assert status == 404 and body == {"error": "no model at /predict/nothing: POST /predict/<name>"}
+
+
+def test_replica_ingress_needs_the_local_ray(tmp_path, capsys):
+    code = cli_main(["serve", str(fake_archive(tmp_path / "run")), "--address", "127.0.0.1:1", "--ingress", "replica",
+                     "--port", str(free_port())])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("error:") == 1
+    assert "--ingress replica needs the Ray of this command (no --address)" in err
 
 
 @pytest.mark.parametrize("body, message", [
