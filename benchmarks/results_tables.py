@@ -83,7 +83,7 @@ def ner_row(run: dict) -> dict:
     from multigrain.platform.papers import paper_number
 
     tags, metrics = run["tags"], run["metrics"]
-    config = tags.get("config")
+    config = results_config(tags)
     paper = None if config else paper_number(run["experiment"], tags["spec_name"])
     best = metrics.get("best_epoch")
     return {"dataset": tags["dataset"], "model": display_model(tags), "dev_f1": metrics.get("best_validation_f1"),
@@ -93,9 +93,18 @@ def ner_row(run: dict) -> dict:
             "note": tags.get("note", ""), "device": tags.get("device", "–"), "date": tags.get("date", "–")}
 
 
+def results_config(tags: dict) -> str:
+    """The bracketed part of a row's ``results_key`` (``seed14`` of ``resume_plte_vec[seed14]``), else its
+    ``config`` tag: a table row keeps its label also where the leaderboard reads the run as a seed of
+    its spec (the committed file's ``[seedN]`` runs carry no ``config``: a seed is no configuration)."""
+    key = tags.get("results_key", "")
+    return key[key.index("[") + 1:-1] if key.endswith("]") and "[" in key else (tags.get("config") or "")
+
+
 def display_model(tags: dict) -> str:
     variant = tags["spec_name"][len(tags["dataset"]) + 1:]
-    return f"{variant} [{tags['config']}]" if tags.get("config") else variant
+    config = results_config(tags)
+    return f"{variant} [{config}]" if config else variant
 
 
 def ner_table(rows: dict) -> list[str]:

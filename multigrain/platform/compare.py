@@ -15,7 +15,8 @@ from multigrain.platform.records import experiments, is_curve, record, search
 
 def resolve(client, ident: str, uri: str) -> dict:
     """The record of a run named by its MLflow run id, its spec hash (or a prefix of 6+
-    characters: the latest finished run of it) or its run name."""
+    characters: the latest finished run of it; an extended run answers to its current hash, then to
+    its earlier ones, ``provenance``) or its run name."""
     from mlflow.exceptions import MlflowException
 
     exps = {e.experiment_id: e.name for e in experiments(client)}
@@ -30,6 +31,9 @@ def resolve(client, ident: str, uri: str) -> dict:
     found = []
     if re.fullmatch(r"[0-9a-f]{6,64}", ident):
         found = search(client, list(exps), f"tags.spec_hash LIKE '{quoted}%'")
+        if not found:
+            found = [r for r in search(client, list(exps), f"tags.spec_hash_history LIKE '%{quoted}%'")
+                     if any(h.startswith(quoted) for h in r.data.tags.get("spec_hash_history", "").split(","))]
     if not found:
         found = search(client, list(exps), f"attributes.run_name = '{quoted}'")
     if not found:
@@ -47,6 +51,7 @@ def differences(recs: list[dict]) -> dict[str, list]:
 
 def compare_runs(client, idents: list[str], plot: str, uri: str) -> dict:
     from multigrain.platform.artifacts import plot_curves
+    from multigrain.platform.provenance import hash_history
 
     recs = [resolve(client, ident, uri) for ident in idents]
     labels = []
@@ -55,7 +60,9 @@ def compare_runs(client, idents: list[str], plot: str, uri: str) -> dict:
         labels.append(label if label not in labels else f"{label} ({len(labels) + 1})")
     metric_keys = sorted({k for r in recs for k in r["metrics"] if not is_curve(k)})
     out = {"runs": [{"label": lab, "run_id": r["run_id"], "experiment": r["experiment"],
-                     "spec_hash": r["tags"].get("spec_hash", "")} for lab, r in zip(labels, recs)],
+                     "spec_hash": r["tags"].get("spec_hash", ""), "spec_hash_history": hash_history(r["tags"]),
+                     "epochs": _epochs(r)}
+                    for lab, r in zip(labels, recs)],
            "metrics": {k: [r["metrics"].get(k) for r in recs] for k in metric_keys},
            "differences": differences(recs), "plot": str(plot)}
     path = Path(plot)
@@ -75,6 +82,11 @@ def compare_runs(client, idents: list[str], plot: str, uri: str) -> dict:
     return out
 
 
+def _epochs(rec: dict):
+    done = rec["metrics"].get("epochs_completed")
+    return int(done) if isinstance(done, (int, float)) else rec["params"].get("trainer.num_epochs")
+
+
 def _cell(value) -> str:
     if value is None:
         return "–"
@@ -88,7 +100,13 @@ def render(result: dict, fmt: str = "table") -> None:
         print(json.dumps(result, indent=2, ensure_ascii=False))
         return
     head = ["", *(r["label"] for r in result["runs"])]
-    sections = [("metric", result["metrics"]), ("spec key (differs)", result["differences"])]
+    identity = {"experiment": [r["experiment"] for r in result["runs"]],
+                "spec hash": [r["spec_hash"] for r in result["runs"]],
+                "earlier spec hashes": [" ".join(r["spec_hash_history"]) or None for r in result["runs"]],
+                "epochs": [r["epochs"] for r in result["runs"]]}
+    sections = [("run", identity), ("metric", result["metrics"])]
+    if len(result["runs"]) > 1:
+        sections.append(("spec key (differs)", result["differences"]))
     if fmt == "md":
         for title, rows in sections:
             print("| " + " | ".join([title, *head[1:]]) + " |")
@@ -98,16 +116,17 @@ def render(result: dict, fmt: str = "table") -> None:
             print()
     else:
         from rich.console import Console
+        from rich.markup import escape  # '[small]' in a run's name is text, not Rich markup
         from rich.table import Table
 
         console = Console(width=200)
         for title, rows in sections:
             table = Table(title=title)
             for col in [title, *head[1:]]:
-                table.add_column(col)
+                table.add_column(escape(col))
             for key, values in rows.items():
-                table.add_row(key, *map(_cell, values))
+                table.add_row(escape(key), *(escape(_cell(v)) for v in values))
             console.print(table)
-        if not result["differences"]:
+        if not result["differences"] and len(result["runs"]) > 1:
             console.print("the runs' specs are the same")
     print(f"learning curves: {result['plot']}")

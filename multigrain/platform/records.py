@@ -47,12 +47,16 @@ def is_curve(key: str) -> bool:
 
 
 def record(client, run, experiment: str, history: bool = False) -> dict:
+    """``params``: the run's flattened spec as it is now (an extended run's ``spec_changes`` laid over
+    its logged params, ``provenance.current_params``)."""
+    from multigrain.platform.provenance import current_params
+
     info, data = run.info, run.data
     rec = {"id": data.tags.get("portable_id") or info.run_id, "run_id": info.run_id, "experiment": experiment,
            "name": info.run_name or "", "status": info.status, "start_time": info.start_time,
            "end_time": info.end_time,
            "tags": {k: v for k, v in data.tags.items() if k not in MACHINE_TAGS and k != "portable_id"},
-           "metrics": dict(data.metrics), "params": dict(data.params), "history": {}}
+           "metrics": dict(data.metrics), "params": current_params(dict(data.params), data.tags), "history": {}}
     if history:
         for key in sorted(k for k in data.metrics if is_curve(k)):
             points = client.get_metric_history(info.run_id, key)

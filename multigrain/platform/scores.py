@@ -3,6 +3,7 @@ percent, points (BLEU, chrF) as they are. Imports nothing of the platform, so an
 from __future__ import annotations
 
 import statistics
+from typing import Optional
 
 
 #: metrics that are points on a 0-100 scale already (sacrebleu's BLEU and chrF): never multiplied,
@@ -30,3 +31,10 @@ def mean_std(metric: str, values: list[float]) -> str:
         return shown(metric, values[0])
     scale = percent_scale(metric, values)
     return f"{scale * statistics.fmean(values):.2f} ± {scale * statistics.stdev(values):.2f}"
+
+
+def given_mean_std(metric: str, mean: float, std: Optional[float]) -> str:
+    """``mean_std`` of a mean and sample std known without their values (a row that stands for
+    several seeds whose values were not kept)."""
+    scale = percent_scale(metric, [mean])
+    return f"{scale * mean:.2f}" if std is None else f"{scale * mean:.2f} ± {scale * std:.2f}"

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from multigrain.platform.artifacts import description, write_run_artifacts
+from multigrain.platform.mlflow_views import SCORE_METRIC, prepare_experiment, shown_metric
 from multigrain.platform.papers import paper_number
 from multigrain.platform.store import (EXPERIMENT_TAGS, artifact_root, experiment_id, log_artifact,  # noqa: F401
                                        open_store, sqlite_path)
@@ -87,10 +88,12 @@ def seed_group(spec: dict) -> str:
 class RunLogger:
     """Logs one training run: ``start`` -> ``log_epoch``* -> ``finish`` (or ``fail``)."""
 
-    def __init__(self, uri: Optional[str] = None):
+    def __init__(self, uri: Optional[str] = None, ext_vars: Optional[dict] = None):
+        """``ext_vars``: the Jsonnet external variables of the spec (``provenance``): tagged, named."""
         from multigrain.platform.store_checks import check_store
 
         self.uri = tracking_uri(uri)
+        self.ext_vars = dict(ext_vars or {})
         check_store(self.uri)  # a wrong URI fails now, not after the first epoch
         self.client = None
         self.run_id: Optional[str] = None
@@ -101,14 +104,22 @@ class RunLogger:
         the spec file (its name names the run)."""
         from mlflow.entities import Param
 
+        from multigrain.platform.provenance import EXT_VARS_TAG, ext_vars_label
+
         self.client = open_store(self.uri)
         exp_id = experiment_id(self.client, experiment_name(ident))
         name, seed = spec_name(source, run_dir, digest), spec.get("seed", 13)
+        title = " ".join(filter(None, [name, ext_vars_label(self.ext_vars)]))
         tags = {"task": ident["task"], "dataset": ident["dataset"], "model": ident["model"],
                 "encoder": ident["encoder"], "spec_hash": digest, "git_commit": commit or git_commit(),
                 "leaderboard": "true" if leaderboard else "false", "run_dir": str(run_dir),
                 "spec_name": name, "seed": str(seed), "seed_group": seed_group(spec),
-                "mlflow.runName": f"{name} {digest[:8]} seed {seed}"}
+                "mlflow.runName": f"{title} {digest[:8]} seed {seed}"}
+        epochs = (spec.get("trainer") or {}).get("num_epochs") if isinstance(spec.get("trainer"), dict) else None
+        if epochs is not None:  # the run's epoch count as a tag: params cannot change when a run is extended
+            tags["num_epochs"] = str(epochs)
+        if self.ext_vars:
+            tags[EXT_VARS_TAG] = json.dumps(self.ext_vars, ensure_ascii=False, sort_keys=True)
         tags["mlflow.note.content"] = description(tags, {}, paper_number(experiment_name(ident), name))
         run = self.client.create_run(exp_id, tags=tags)
         self.run_id = run.info.run_id
@@ -154,17 +165,31 @@ class RunLogger:
             self.client.set_terminated(self.run_id, status)
 
     def log_epoch(self, epoch: int, record: dict) -> None:
-        from mlflow.entities import Metric
+        """The epoch's numbers as metrics at step ``epoch``, and tag ``last_epoch_at`` (UTC): the run's
+        date, which its MLflow start time is not once it is extended."""
+        from mlflow.entities import Metric, RunTag
 
         now = int(time.time() * 1000)
         metrics = [Metric(k, float(v), now, epoch) for k, v in record.items()
                    if k != "epoch" and isinstance(v, (int, float)) and not isinstance(v, bool)]
         if metrics:
-            self.client.log_batch(self.run_id, metrics=metrics)
+            when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(now / 1000))
+            self.client.log_batch(self.run_id, metrics=metrics, tags=[RunTag("last_epoch_at", when)])
 
     def finish(self, result: dict, run_dir: str) -> None:
+        """Log the final scores and end the run FINISHED. A run extended since it started (its
+        ``spec_hash`` tag is not the result's) is retagged first (``provenance.bring_up_to_date``)."""
         from mlflow.entities import Metric, RunTag
 
+        from multigrain.platform.provenance import bring_up_to_date
+
+        extended = result.get("spec_hash") not in (None, self.client.get_run(self.run_id).data.tags.get("spec_hash"))
+        if extended and (Path(run_dir) / "config.json").is_file():  # the run directory's spec is the longer one now
+            from multigrain.platform.archive import read_spec
+
+            spec = read_spec(Path(run_dir))
+            bring_up_to_date(self.client, self.run_id, spec, result["spec_hash"], str(run_dir),
+                             {k[:250]: v for k, v in flatten(spec).items()}, seed_group(spec))
         now = int(time.time() * 1000)
         metrics = []
         # per-epoch curves are validation_*; the best checkpoint's scores are best_validation_*
@@ -176,9 +201,12 @@ class RunLogger:
         for k in ("training_seconds", "seconds", "epochs_completed", "best_epoch"):
             if isinstance(result.get(k), (int, float)):
                 metrics.append(Metric(k, float(result[k]), now, 0))
+        key = result.get("leaderboard_metric")
+        score = score_of(result, key)
+        if score is not None:  # one stable name the MLflow runs list shows as a column (multigrain ui)
+            metrics.append(Metric(SCORE_METRIC, float(score), now, 0))
         if metrics:
             self.client.log_batch(self.run_id, metrics=metrics)
-        key = result.get("leaderboard_metric")
         tags = [RunTag(k, str(v)) for k, v in (result.get("tracking_tags") or {}).items()]
         if key:
             tags.append(RunTag("leaderboard_metric", f"test_{key}"))
@@ -193,12 +221,24 @@ class RunLogger:
                 log_artifact(self.client, self.run_id, str(path))
         run = self.client.get_run(self.run_id)
         tags = run.data.tags
+        prepare_experiment(self.client, run.info.experiment_id,  # the UI's view
+                           shown_metric(tags.get("leaderboard_metric"), run.data.metrics))
         note = description(tags, run.data.metrics, paper_number(experiment_name(tags), tags.get("spec_name", "")))
         self.client.set_tag(self.run_id, "mlflow.note.content", note)
         self.client.set_terminated(self.run_id, "FINISHED")
 
     def fail(self) -> None:
         self.end("FAILED")
+
+
+def score_of(result: dict, key: Optional[str]) -> Optional[float]:
+    """The leaderboard score of a result (``SCORE_METRIC``): the test value of its ``leaderboard_metric``,
+    or the best validation value for a run not evaluated on test."""
+    for split in ("test", "validation"):
+        value = (result.get(split) or {}).get(key) if key else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return value
+    return None
 
 
 def logged_run(result: dict, uri: Optional[str] = None) -> Optional[str]:
@@ -228,7 +268,7 @@ def replay(result: dict, spec: dict, uri: Optional[str] = None) -> str:
     """Log a finished run from its result (what a Ray worker returned to the driver, or the
     metrics.json of a run trained elsewhere), tagged with the commit recorded where it trained;
     where none was recorded, or the trainer had no git checkout (a Ray working_dir), this one's."""
-    logger = RunLogger(uri)
+    logger = RunLogger(uri, ext_vars=result.get("ext_vars"))
     ident = {k: result[k] for k in ("task", "dataset", "model", "encoder")}
     trained_at = result.get("git_commit")
     run_id = logger.start(spec, ident, result["spec_hash"], result["run_dir"],
@@ -244,11 +284,15 @@ def replay(result: dict, spec: dict, uri: Optional[str] = None) -> str:
 
 def record_test_set_row(spec: dict, ident: dict, digest: str, run_dir: str, name: str, path: str, metrics: dict,
                         leaderboard_metric: Optional[str], tags: dict[str, str], uri: Optional[str] = None,
-                        commit: Optional[str] = None, source: Optional[str] = None, reuse: bool = True) -> str:
+                        commit: Optional[str] = None, source: Optional[str] = None, reuse: bool = True,
+                        ext_vars: Optional[dict] = None) -> str:
     """The leaderboard row of one run on test set ``name`` (experiment ``<task>/<name>``); with
     ``reuse`` an existing finished row of the same spec hash, run directory and set is kept (a
-    training's rows are recorded once). Returns its run id."""
+    training's rows are recorded once); an earlier row of the run directory under another spec hash
+    (before an extension) is retired. Returns its run id."""
     from mlflow.entities import RunTag
+
+    from multigrain.platform.provenance import retire_earlier_rows
 
     row_ident = {**ident, "dataset": name}
     client = open_store(tracking_uri(uri))
@@ -258,7 +302,7 @@ def record_test_set_row(spec: dict, ident: dict, digest: str, run_dir: str, name
                 f"tags.spec_hash = '{digest}' and tags.test_set = '{name}' and attributes.status = 'FINISHED'")):
             if existing.data.tags.get("run_dir") == str(run_dir):
                 return existing.info.run_id
-    logger = RunLogger(uri)
+    logger = RunLogger(uri, ext_vars=ext_vars)
     run_id = logger.start(spec, row_ident, digest, str(run_dir), leaderboard=True, commit=commit, source=source)
     with logger.failing_on_error():
         title = logger.client.get_run(run_id).data.tags.get("mlflow.runName", "")
@@ -266,6 +310,8 @@ def record_test_set_row(spec: dict, ident: dict, digest: str, run_dir: str, name
                  "mlflow.runName": f"{title} on {name}"}
         logger.client.log_batch(run_id, tags=[RunTag(k, v) for k, v in extra.items()], synchronous=True)
         logger.finish({"test": metrics, "leaderboard_metric": leaderboard_metric}, str(run_dir))
+    retire_earlier_rows(logger.client, logger.client.get_run(run_id).info.experiment_id, str(run_dir), name, digest,
+                        run_id)
     return run_id
 
 
@@ -278,5 +324,5 @@ def record_test_sets(spec: dict, result: dict, uri: Optional[str] = None, source
     return [record_test_set_row(spec, ident, result["spec_hash"], result["run_dir"], name, entry["data"],
                                 entry["metrics"], entry.get("leaderboard_metric") or result.get("leaderboard_metric"),
                                 entry.get("tracking_tags", result.get("tracking_tags") or {}), uri, commit,
-                                source or result.get("source"))
+                                source or result.get("source"), ext_vars=result.get("ext_vars"))
             for name, entry in (result.get("test_sets") or {}).items()]

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from multigrain.platform.errors import ConfigurationError
+from multigrain.platform.mlflow_views import ui_url
 from multigrain.platform.tracking import sqlite_path
 
 READY_SECONDS = 120
@@ -79,8 +80,8 @@ def serve(uri: str, host: str = "127.0.0.1", port: int = 5000) -> int:
                 raise ConfigurationError(f"the MLflow server did not listen on {host}:{port} within "
                                          f"{READY_SECONDS} s")
             time.sleep(0.3)
-        print(f"MLflow UI of {uri}: http://{host}:{port} (server process group {proc.pid}; Ctrl-C stops it)",
-              flush=True)
+        print(f"MLflow UI of {uri}: {ui_url(f'http://{host}:{port}')} (server process group {proc.pid}; "
+              "Ctrl-C stops it)", flush=True)
         return proc.wait()
     except KeyboardInterrupt:
         print("stopping the MLflow UI", file=sys.stderr, flush=True)

@@ -74,9 +74,10 @@ def test_leaderboard_groups_seeds_beside_the_paper_in_every_format(board, capsys
 
     code, md, _ = cli(capsys, "leaderboard", "ner", "--format", "md", "--tracking-uri", board["uri"])
     lines = md.splitlines()
-    assert code == 0 and lines[0] == "| rank | experiment | name | model | encoder | metric | ours | seeds | paper | " \
-                                     "spec hash | date |" and len(lines) == 4
-    assert f"| resume_bilstm_crf | tagger | bilstm | test_f1 | {group['ours']} | 2 | 91.87 (BiG Tab. IV, LSTM) |" in md
+    assert code == 0 and lines[0] == "| rank | experiment | name | model | encoder | metric | scored on | ours | " \
+                                     "seeds | epochs | paper | spec hash | date |" and len(lines) == 4
+    assert (f"| resume_bilstm_crf | tagger | bilstm | test_f1 | test | {group['ours']} | 2 | 2 | "
+            "91.87 (BiG Tab. IV, LSTM) |") in md
     code, text, _ = cli(capsys, "leaderboard", "ner/resume", "--format", "csv", "--tracking-uri", board["uri"])
     table = list(csv.DictReader(io.StringIO(text)))
     assert code == 0 and {r["seeds"] for r in table} == {"2", "1"}

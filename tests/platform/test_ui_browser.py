@@ -1,9 +1,12 @@
 """``multigrain ui`` in a real browser: headless Chromium (Debian's ``chromium`` package, driven by
 Playwright pointed at /usr/bin/chromium: no browser download) opens the MLflow UI over a temporary
-store holding a run this test trained, finds experiment ``ner/resume``, the run's readable name and
-its ``test_f1`` value, and opens its learning-curve image (non-empty, a PNG). A screenshot is saved
-under ``test-artifacts/`` (``MULTIGRAIN_TEST_ARTIFACTS``). Skipped, saying why, without a browser
-or Playwright (``.ci/run`` installs ``chromium`` when it is missing)."""
+store holding a run this test trained. The address ``ui`` prints opens on model training (no click
+on the GenAI/model-training switch), where experiment ``ner/resume`` is listed; the experiment's
+``leaderboard`` view (the link ``ui`` prints for it) shows the runs list with a
+``leaderboard_score`` column holding the run's test F1; the run's page shows its readable name and
+``test_f1`` value, and its learning-curve image (non-empty, a PNG). Screenshots are saved under
+``test-artifacts/`` (``MULTIGRAIN_TEST_ARTIFACTS``). Skipped, saying why, without a browser or
+Playwright (``.ci/run`` installs ``chromium`` when it is missing)."""
 import base64
 import io
 import os
@@ -55,9 +58,15 @@ def ui(tmp_path):
                              "--tracking-uri", uri], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
-        line = proc.stdout.readline()  # printed once the server listens
-        assert f"http://127.0.0.1:{port}" in line, line
-        yield {"url": f"http://127.0.0.1:{port}", "result": result, "uri": uri}
+        views, line = [], proc.stdout.readline()
+        while line and not line.startswith("MLflow UI of"):  # each experiment's leaderboard view, then the UI
+            views.append(line)
+            line = proc.stdout.readline()
+        assert f"http://127.0.0.1:{port}/#/experiments?workflowType=machine_learning " in line, line
+        (view,) = views
+        assert view.startswith(f"ner/resume: http://127.0.0.1:{port}/#/experiments/"), view
+        yield {"url": f"http://127.0.0.1:{port}", "result": result, "uri": uri, "opens": line.split()[4],
+               "view": view.split()[1]}
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
@@ -82,9 +91,20 @@ def test_the_ui_shows_the_run_its_test_f1_and_its_learning_curves(ui):
         try:
             page = browser.new_page()
             page.set_default_timeout(60_000)
-            page.goto(f"{ui['url']}/#/experiments")
-            page.get_by_text("Model training", exact=True).first.click()  # MLflow 3 opens on GenAI traces
-            page.get_by_text("ner/resume", exact=True).first.click()
+            page.goto(ui["opens"])  # the address `multigrain ui` prints: model training, no switch clicked
+            page.get_by_text("ner/resume", exact=True).first.wait_for()
+            page.get_by_text("Model registry", exact=True).first.wait_for()
+            assert "Observability" not in page.inner_text("body")  # the GenAI navigation is not shown
+            page.goto(ui["view"])  # the experiment's leaderboard view: the score is a column of the runs list
+            page.get_by_text("leaderboard_score", exact=True).first.wait_for()
+            page.get_by_text(name, exact=True).first.wait_for()
+            body = page.inner_text("body")
+            assert "Sort: leaderboard_score" in body and "Observability" not in body
+            columns = body[body.index("Run Name"):body.index(name)].split("\n")
+            assert "leaderboard_score" in columns and "test_f1" in columns, columns
+            values = body[body.index(name):].split("\n")
+            assert values.count(shown(result["test"]["f1"])) == 2, values  # leaderboard_score and test_f1
+            page.screenshot(path=str(ARTIFACTS / "ui_leaderboard_view.png"))
             page.get_by_text(name, exact=True).first.click()
             page.get_by_text("test_f1", exact=True).first.wait_for()
             body = page.inner_text("body")

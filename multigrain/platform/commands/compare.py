@@ -1,10 +1,12 @@
 """``multigrain compare RUN_OR_HASH...``: runs side by side (their metrics, only the spec keys that
-differ) and their learning curves overlaid in one plot."""
+differ) and their learning curves overlaid in one plot; one run alone: its metrics, identity (spec
+hash, earlier hashes of an extended run, epochs) and curves."""
 from __future__ import annotations
 
 
 def register(sub) -> None:
-    p = sub.add_parser("compare", help="compare runs: metrics, differing spec keys, overlaid learning curves")
+    p = sub.add_parser("compare", help="compare runs (or show one): metrics, differing spec keys, overlaid learning "
+                                       "curves")
     p.add_argument("runs", nargs="+", metavar="RUN_OR_HASH",
                    help="an MLflow run id, a spec hash (or its first 6+ characters) or a run name")
     p.add_argument("--plot", default="compare.png", metavar="FILE", help="the learning-curve plot (PNG)")
@@ -19,8 +21,6 @@ def compare(args) -> int:
     from multigrain.platform.errors import ConfigurationError
     from multigrain.platform.tracking import open_store, tracking_uri
 
-    if len(args.runs) < 2:
-        raise ConfigurationError("compare needs at least two runs")
     check_output_path(args.plot, "--plot")  # a folder or a missing folder: refused before any work
     uri = tracking_uri(args.tracking_uri)
     client = open_store(uri, create=False)

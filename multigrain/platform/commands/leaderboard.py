@@ -14,6 +14,9 @@ def register(sub) -> None:
     p.add_argument("--format", choices=FORMATS, default="table")
     p.add_argument("--json", action="store_true", help="the same as --format json")
     p.add_argument("--no-group", action="store_true", help="one row per spec hash instead of per group of seeds")
+    p.add_argument("--full-test-only", action="store_true",
+                   help="hide rows not scored on a whole test set (a test reader's max_instances, or a validation "
+                        "score of a run not evaluated on test)")
     p.add_argument("--export", metavar="FILE", help="write the finished leaderboard runs (metrics, curves, tags, "
                                                     "spec hashes) to a portable file")
     p.add_argument("--import", dest="import_file", metavar="FILE",
@@ -56,6 +59,6 @@ def leaderboard(args) -> int:
         return 0
     from multigrain.platform.leaderboard import leaderboard as rows_of, render
 
-    rows = rows_of(task, uri, args.metric, group_seeds=not args.no_group)
+    rows = rows_of(task, uri, args.metric, group_seeds=not args.no_group, full_test_only=args.full_test_only)
     render(task or "all experiments", rows, "json" if args.json else args.format)
     return 0

@@ -14,6 +14,7 @@ def log(args) -> int:
 
     from multigrain.platform.errors import ConfigurationError
     from multigrain.platform.jsonio import loads
+    from multigrain.platform.provenance import ext_vars_problem
     from multigrain.platform.result_check import result_problems, spec_problems
     from multigrain.platform.store_checks import check_store
     from multigrain.platform.tracking import logged_run, replay, tracking_uri
@@ -30,7 +31,8 @@ def log(args) -> int:
             raise ConfigurationError(f"{path}: unreadable run files ({e})") from None
         if not isinstance(result, dict) or not result.get("finished"):
             raise ConfigurationError(f"{path}: the run is not finished (resume it with multigrain train --resume)")
-        for file, problems in ((files[0], result_problems(result)), (files[1], spec_problems(spec))):
+        in_result = result_problems(result) + list(filter(None, [ext_vars_problem(result.get("ext_vars"))]))
+        for file, problems in ((files[0], in_result), (files[1], spec_problems(spec))):
             if problems:  # before any MLflow run exists
                 shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
                 raise ConfigurationError(f"{file}: cannot be logged: {shown}")

@@ -62,7 +62,10 @@ def train(args) -> int:
 
         raise ConfigurationError("--address: this run trains in this process (trainer.workers is 1); give "
                                  "--workers N (N > 1) to train on a Ray cluster")
-    logger = None if args.no_tracking else RunLogger(args.tracking_uri)
+    from multigrain.platform.specs import parse_ext_vars
+
+    run.ext_vars = parse_ext_vars(args.ext_var)  # recorded in metrics.json and MLflow, named on the leaderboard
+    logger = None if args.no_tracking else RunLogger(args.tracking_uri, ext_vars=run.ext_vars)
     print_result(run.train(resume=args.resume, stop_after_epoch=args.stop_after_epoch, logger=logger,
                            cluster=cluster))
     return 0
