@@ -1,7 +1,7 @@
 """Length-bucketed batching with per-batch padding and deterministic, resumable order."""
 from __future__ import annotations
 
-from typing import Annotated, Callable, Iterator, Optional, Sequence
+from typing import Annotated, Callable, Iterator, Optional, Sequence, Union
 
 import torch
 
@@ -34,16 +34,26 @@ class DataLoaderConfig:
         self.eval_batch_size = eval_batch_size or batch_size
 
 
-def bucket_batches(lengths: Sequence[int], batch_size: int, shuffle: bool, seed: int, epoch: int,
+Length = Union[int, Sequence[int]]
+
+
+def bucket_batches(lengths: Sequence[Length], batch_size: int, shuffle: bool, seed: int, epoch: int,
                    noise: float = 0.1, max_tokens: Optional[int] = None) -> list[list[int]]:
     """Indices grouped into batches of similar length.
 
+    ``lengths[i]`` is an example's length, or its per-field lengths (``(source, target)``): the
+    sort key is their sum, and with ``max_tokens`` a batch of n examples holds at most
+    ``n * sum_f max_i lengths[i][f] <= max_tokens`` tokens, padding counted (an example costlier
+    than that alone makes a batch of one; ``BatchIterator`` refuses such data).
+
     With ``shuffle`` the order depends only on ``(seed, epoch)``: lengths are jittered by up
     to ``noise`` (relative), sorted, cut into batches, and the batches shuffled. Resuming at
-    an epoch therefore reproduces the same batches without saving sampler state.
+    an epoch therefore reproduces the same batches without saving sampler state, and the
+    batches do not depend on how many data-parallel replicas later slice them.
     """
     n = len(lengths)
-    lens = torch.tensor(list(lengths), dtype=torch.float64)
+    fields = [tuple(x) if isinstance(x, (tuple, list)) else (x,) for x in lengths]
+    lens = torch.tensor([sum(f) for f in fields], dtype=torch.float64)
     if shuffle:
         g = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
         jitter = 1.0 + noise * (2 * torch.rand(n, generator=g, dtype=torch.float64) - 1)
@@ -53,14 +63,14 @@ def bucket_batches(lengths: Sequence[int], batch_size: int, shuffle: bool, seed:
         order = torch.argsort(lens, stable=True).tolist()
     batches: list[list[int]] = []
     current: list[int] = []
-    longest = 0
+    longest: tuple[int, ...] = ()
     for i in order:
-        longest_if = max(longest, lengths[i])
+        longest_if = tuple(map(max, longest, fields[i])) if current else fields[i]
         too_many = len(current) >= batch_size
-        too_big = max_tokens is not None and current and longest_if * (len(current) + 1) > max_tokens
+        too_big = max_tokens is not None and current and sum(longest_if) * (len(current) + 1) > max_tokens
         if current and (too_many or too_big):
             batches.append(current)
-            current, longest_if = [], lengths[i]
+            current, longest_if = [], fields[i]
         current.append(i)
         longest = longest_if
     if current:
@@ -72,9 +82,16 @@ def bucket_batches(lengths: Sequence[int], batch_size: int, shuffle: bool, seed:
 
 
 class BatchIterator:
-    """Iterates tensorized batches of ``instances`` for one epoch."""
+    """Iterates tensorized batches of ``instances`` for one epoch.
 
-    def __init__(self, instances: list, tensorize: Callable[[list], dict], length: Callable[[object], int],
+    ``length(instance)``: the length an example is bucketed by, an int, or a tuple of per-field
+    lengths (a translator's ``(source, target)``) when its fields are padded separately; then
+    ``max_tokens`` counts every field's padding (``bucket_batches``). With ``max_tokens`` an
+    example that alone costs more is a ConfigurationError naming both numbers and the example's
+    file and line (truncation happens in ``length``: a model that cuts its inputs reports the cut
+    length, so only an example still too long after the cut is refused)."""
+
+    def __init__(self, instances: list, tensorize: Callable[[list], dict], length: Callable[[object], Length],
                  batch_size: int, shuffle: bool, seed: int = 0, noise: float = 0.1,
                  max_tokens: Optional[int] = None):
         self.instances = instances
@@ -85,9 +102,34 @@ class BatchIterator:
         self.seed = seed
         self.noise = noise
         self.max_tokens = max_tokens
+        self._cached: tuple[int, list[list[int]]] | None = None
+        if self.lengths:
+            self._check_lengths()
+
+    def _check_lengths(self) -> None:
+        from multigrain.platform.errors import ConfigurationError
+
+        arity = {len(x) if isinstance(x, (tuple, list)) else 0 for x in self.lengths}
+        if len(arity) > 1:
+            raise ValueError(f"instance lengths mix ints and tuples of {sorted(arity)} fields")
+        if self.max_tokens is None:
+            return
+        costs = [sum(x) if isinstance(x, (tuple, list)) else x for x in self.lengths]
+        worst = max(range(len(costs)), key=costs.__getitem__)
+        if costs[worst] > self.max_tokens:
+            example = self.instances[worst]
+            where = example.where() if callable(getattr(example, "where", None)) else f"example {worst + 1}"
+            fields = f" ({' + '.join(map(str, self.lengths[worst]))})" if arity != {0} else ""
+            raise ConfigurationError(
+                f"data_loader.max_tokens: {self.max_tokens} tokens per batch, and the training example at "
+                f"{where} alone has {costs[worst]}{fields}; set max_tokens to at least {costs[worst]}, or "
+                f"shorten the examples (a model's max length with truncation)")
 
     def batches(self, epoch: int) -> list[list[int]]:
-        return bucket_batches(self.lengths, self.batch_size, self.shuffle, self.seed, epoch, self.noise, self.max_tokens)
+        if self._cached is None or self._cached[0] != epoch:
+            self._cached = (epoch, bucket_batches(self.lengths, self.batch_size, self.shuffle, self.seed, epoch,
+                                                  self.noise, self.max_tokens))
+        return self._cached[1]
 
     def num_batches(self, epoch: int = 0) -> int:
         return len(self.batches(epoch))

@@ -60,19 +60,20 @@ class Replica:
         total = self.sum([local])[0]
         return local / total if total > 0 else 0.0
 
-    def weighted_loss(self, share: float, output: dict) -> tuple[torch.Tensor, float]:
+    def weighted_loss(self, share: float, output: dict) -> tuple[torch.Tensor, torch.Tensor]:
         """(what this replica back-propagates, ``W * sum_terms w_r L_r``; its part of the batch's
-        loss, ``sum_terms w_r L_r``, for the epoch's mean)."""
+        loss, ``sum_terms w_r L_r``, for the epoch's mean: a float64 0-d tensor on the device, read
+        by the trainer only where it syncs anyway)."""
         terms = output.get("loss_terms")
         if terms is None:
             weight = self.loss_weight(share, output)
-            return output["loss"] * (weight * self.world_size), float(output["loss"].detach()) * weight
+            return output["loss"] * (weight * self.world_size), output["loss"].detach().double() * weight
         losses = [loss for loss, _ in terms.values()]
         local = [float(count) if share > 0 else 0.0 for _, count in terms.values()]
         totals = self.sum(local)
         weighted = sum((loss * (c / t if t > 0 else 0.0) for loss, c, t in zip(losses, local, totals)),
                        losses[0] * 0.0)  # a tensor even when no replica has a unit of any term
-        return weighted * self.world_size, float(weighted.detach())
+        return weighted * self.world_size, weighted.detach().double()
 
     # collectives --------------------------------------------------------------
     def sum(self, values: list[float]) -> list[float]:

@@ -170,10 +170,12 @@ def build_vocabulary(exp: Experiment, model_cls: type, train: list, others: list
 
 
 def batches_for(model: Model, instances: list, cfg: DataLoaderConfig, seed: int, train: bool) -> BatchIterator:
-    """Training batches (shuffled by seed and epoch, ``max_tokens`` applied) or evaluation batches."""
+    """Training batches (shuffled by seed and epoch, ``max_tokens`` applied, per field when the model
+    has ``instance_lengths``) or evaluation batches."""
     if not train:
         return eval_batches(model, instances, cfg)
-    return BatchIterator(instances, model.tensorize, model.instance_length, batch_size=cfg.batch_size,
+    per_field = getattr(model, "instance_lengths", None) if cfg.max_tokens is not None else None
+    return BatchIterator(instances, model.tensorize, per_field or model.instance_length, batch_size=cfg.batch_size,
                          shuffle=cfg.shuffle, seed=seed, noise=cfg.bucket_noise, max_tokens=cfg.max_tokens)
 
 

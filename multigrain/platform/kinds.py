@@ -76,6 +76,10 @@ class Model(torch.nn.Module, Registrable, kind="model"):
       exactly (``platform/data_parallel.py``); a sum of such means adds ``loss_terms``,
       ``{name: (mean, count)}``.
     - ``get_metrics(reset)`` and ``make_output_human_readable(output, instances) -> list[dict]``.
+    - optional ``instance_lengths(instance) -> tuple[int, ...]``: the lengths of the fields that
+      are padded separately (a translator's ``(source, target)``); with ``data_loader.max_tokens``
+      training batches are then cut by ``n * sum_f longest_f`` (``platform/batching.py``) and
+      bucketed by the sum, else by ``instance_length``.
     """
 
     #: task name used for the MLflow experiment (``ner``, ``cls``, ``pair``, ``mrc``, ``mt``)

@@ -7,6 +7,8 @@
   scale before ``backward``, gradients are unscaled before clipping, a step whose gradients
   overflowed is skipped and the scale halved). The scaler's state is saved in ``last.pt``, so a
   resumed run continues with the same scale.
+- ``"auto"``: ``"bf16"`` on a CUDA GPU that supports it, float32 anywhere else (a CPU, an older
+  GPU); never refused. The setting for specs meant for a GPU that should still run on a CPU.
 
 Weights, optimizer state and validation stay in float32. On a CPU a non-null value is refused
 (``refusal``): the run would train in float32 under a spec that says otherwise, and its result
@@ -19,12 +21,19 @@ from typing import Optional
 
 import torch
 
-MODES = ("bf16", "fp16")
+MODES = ("bf16", "fp16", "auto")
+
+
+def resolve(mode: Optional[str], device: torch.device) -> Optional[str]:
+    """The autocast ``mode`` means on ``device``: ``"auto"`` becomes ``"bf16"`` or None."""
+    if mode != "auto":
+        return mode
+    return "bf16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else None
 
 
 def refusal(mode: Optional[str], device: torch.device) -> Optional[str]:
     """Why ``mode`` cannot train on ``device`` (a message for the spec error), or None."""
-    if mode is None:
+    if mode is None or mode == "auto":
         return None
     if device.type != "cuda":
         return (f"trainer.mixed_precision: {mode!r} is autocast on a CUDA GPU, and this run trains on the "
@@ -44,6 +53,7 @@ class Precision:
         why_not = refusal(mode, device)
         if why_not:
             raise ConfigurationError(why_not)
+        mode = resolve(mode, device)
         self.mode = mode
         self.dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(mode)
         self.scaler = torch.amp.GradScaler("cuda") if mode == "fp16" else None

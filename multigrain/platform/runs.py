@@ -56,7 +56,8 @@ def trainer_settings(spec: dict) -> TrainerConfig:
 
 
 class Run:
-    """One resolved spec trained into one run directory."""
+    """One resolved spec trained into one run directory (``ext_vars``: its Jsonnet external variables)."""
+    ext_vars: Optional[dict] = None
 
     def __init__(self, spec: dict, run_dir: str | Path | None = None, source: Optional[str] = None,
                  check_data_paths: bool = True):
@@ -215,9 +216,8 @@ class Run:
                commit: str, epoch_lines: bool, cluster: Optional["RayTrainCluster"]) -> dict:
         from multigrain.platform.artifacts import sample_predictions
         from multigrain.platform.epoch_log import print_epoch_line
-        from multigrain.platform.precision import refusal
-        from multigrain.platform.training import (Trainer, describe_device, evaluate, pick_device, seed_everything,
-                                                  write_json)
+        from multigrain.platform.training import (Trainer, describe_device, evaluate, pick_device, refusal,
+                                                  seed_everything, write_json)
 
         exp, run_dir = self.experiment, self.run_dir
         seed_everything(exp.seed)
@@ -232,6 +232,8 @@ class Run:
             vocab = files.read_vocabulary(run_dir)
         else:
             vocab = build_vocabulary(exp, exp.model_class(), train, [dev, test, *test_sets.values()])
+        if exp.trainer.workers == 1 and (why_not := refusal(exp.trainer, pick_device(exp.trainer.cuda_device))):
+            raise ConfigurationError(why_not)  # before a model's resource is fitted into the run directory
         from multigrain.platform.memory import check_training_memory  # sizes beyond the machine: refused unallocated
 
         check_training_memory(exp.model, vocab, run_dir, exp.trainer.cuda_device, source=self.source)
@@ -241,6 +243,7 @@ class Run:
         if dev and exp.trainer.metric_name not in reported:
             raise ConfigurationError(f"trainer.validation_metric: the model reports no metric "
                                      f"{exp.trainer.metric_name!r}; it reports {', '.join(sorted(reported))}")
+        train_batches = batches_for(model, train, exp.data_loader, exp.seed, True)  # checks max_tokens
 
         replicas = None
         if exp.trainer.workers > 1:
@@ -248,7 +251,7 @@ class Run:
 
             replicas = (cluster or RayTrainCluster()).launcher(self, exp.trainer.workers)
         device = pick_device(exp.trainer.cuda_device)  # this process's: the final evaluation's
-        why_not = refusal(exp.trainer.mixed_precision, replicas.device if replicas else device)
+        why_not = refusal(exp.trainer, replicas.device if replicas else device)  # precision, compile
         if why_not:
             raise ConfigurationError(why_not)
 
@@ -268,15 +271,15 @@ class Run:
                     print_epoch_line(trainer, record)
                 live.epoch(epoch, record, trainer.history)
 
-            trainer = Trainer(exp.trainer, model, batches_for(model, train, exp.data_loader, exp.seed, True),
-                              validation, run_dir, on_epoch=on_epoch)
+            trainer = Trainer(exp.trainer, model, train_batches, validation, run_dir, on_epoch=on_epoch)
             if resume:
                 trainer.restore(run_dir / "last.pt")
             summary = trainer.train(stop_after_epoch=stop_after_epoch)
             finished, seconds_before, device = trainer.finished, trainer.seconds_before, trainer.device
 
         result = {"spec_hash": self.spec_hash, "run_dir": str(run_dir), "source": self.source, **self.identity,
-                  "leaderboard_metric": model.leaderboard_metric, "finished": finished, **summary}
+                  "leaderboard_metric": model.leaderboard_metric, "finished": finished, **summary,
+                  **({"ext_vars": self.ext_vars} if self.ext_vars else {})}
         if finished:
             model.to(device)
             files.load_weights(model, run_dir / "best.pt", device)

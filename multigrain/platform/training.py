@@ -9,6 +9,7 @@ needed beyond that.
 from __future__ import annotations
 
 import json
+import math
 import random
 import time
 from contextlib import nullcontext
@@ -18,7 +19,7 @@ from typing import Annotated, Callable, Literal, Optional
 import numpy as np
 import torch
 
-from multigrain.platform import checkpoints
+from multigrain.platform import checkpoints, compiling
 from multigrain.platform.averaging import MovingAverage
 from multigrain.platform.batching import BatchIterator
 from multigrain.platform.checkpoints import atomic_save, load_checkpoint, rng_state, set_rng_state  # noqa: F401
@@ -27,6 +28,8 @@ from multigrain.platform.data_parallel import Replica
 from multigrain.platform.hints import Matches, Range
 from multigrain.platform.kinds import Model, Optimizer, Scheduler
 from multigrain.platform.precision import Precision
+from multigrain.platform.prefetch import pin, prefetched
+from multigrain.platform.progress import interval as progress_interval
 from multigrain.platform.progress import progress
 from multigrain.platform.weights import write_atomically
 
@@ -40,7 +43,8 @@ class TrainerConfig:
                  validation_metric: Annotated[str, Matches(r"[+-][\w.-]+", "+NAME or -NAME (larger or smaller is better)")] = "+f1",
                  cuda_device: Optional[Annotated[int, Range(-1)]] = None,
                  moving_average: Optional[Annotated[float, Range(0.0, 1.0, high_open=True)]] = None,
-                 workers: Annotated[int, Range(1)] = 1, mixed_precision: Optional[Literal["bf16", "fp16"]] = None):
+                 workers: Annotated[int, Range(1)] = 1,
+                 mixed_precision: Optional[Literal["bf16", "fp16", "auto"]] = None, compile: bool = False):
         """``moving_average``: the decay of an exponential moving average of the weights (AllenNLP's
         ``trainer.moving_average``); validation, ``best.pt`` and so the test score use the
         averaged weights, training steps the raw ones.
@@ -48,8 +52,10 @@ class TrainerConfig:
         ``workers``: data-parallel replicas (``multigrain train --workers N``); above 1 the training
         runs on Ray Train (``platform/ray/train.py``), each replica taking a slice of every global
         batch of ``data_loader.batch_size``. ``mixed_precision``: ``"bf16"``/``"fp16"`` autocast on
-        CUDA (``platform/precision.py``). Both are absent from a spec that does not set them, so
-        they do not change its hash."""
+        CUDA, ``"auto"`` bf16 where the GPU has it and float32 elsewhere (``platform/precision.py``).
+        ``compile``: the training forward runs through ``torch.compile`` (refused before the run
+        directory is made where it cannot run: ``platform/compiling.py``). These are absent from a spec
+        that does not set them, so they do not change its hash."""
         if not validation_metric or validation_metric[0] not in "+-":
             raise ValueError(f"validation_metric must start with + or -, got {validation_metric!r}")
         if moving_average is not None and not 0.0 < moving_average < 1.0:
@@ -64,6 +70,7 @@ class TrainerConfig:
         self.moving_average = moving_average
         self.workers = workers
         self.mixed_precision = mixed_precision
+        self.compile = compile
 
     @property
     def metric_name(self) -> str:
@@ -87,6 +94,11 @@ class TrainerConfig:
             return False
         name = self.scheduler.type_name
         return name is None or getattr(Scheduler.by_name(name), "uses_num_training_steps", True)
+
+
+#: the longest stretch of training steps without reading the loss (seconds; progress lines may
+#: be rarer, ``progress.interval``)
+SYNC_SECONDS = 2.0
 
 
 def seed_everything(seed: int) -> None:
@@ -120,8 +132,31 @@ def move_to(batch, device):
     if isinstance(batch, (list, tuple)):
         return type(batch)(move_to(v, device) for v in batch)
     if hasattr(batch, "to") and callable(batch.to):
-        return batch.to(device)
+        return batch.to(device, non_blocking=True) if _takes_non_blocking(type(batch)) else batch.to(device)
     return batch
+
+
+_NON_BLOCKING: dict[type, bool] = {}
+
+
+def _takes_non_blocking(kind: type) -> bool:
+    """Whether ``kind.to`` accepts ``non_blocking`` (``LatticeBatch.to`` does)."""
+    if kind not in _NON_BLOCKING:
+        import inspect
+
+        try:
+            _NON_BLOCKING[kind] = "non_blocking" in inspect.signature(kind.to).parameters
+        except (TypeError, ValueError):
+            _NON_BLOCKING[kind] = False
+    return _NON_BLOCKING[kind]
+
+
+def refusal(config: "TrainerConfig", device: torch.device) -> Optional[str]:
+    """Why the ``trainer`` section cannot train on ``device`` (mixed precision, compile), or None;
+    checked before the run directory is made."""
+    from multigrain.platform.precision import refusal as precision_refusal
+
+    return precision_refusal(config.mixed_precision, device) or (compiling.refusal(device) if config.compile else None)
 
 
 def evaluate(model: Model, batches: BatchIterator, device: torch.device, desc: str = "evaluate") -> dict[str, float]:
@@ -156,7 +191,7 @@ class Trainer:
 
     def __init__(self, config: TrainerConfig, model: Model, train: BatchIterator, validation: Optional[BatchIterator],
                  run_dir: Path, on_epoch: Optional[Callable[[int, dict], None]] = None,
-                 replica: Optional[Replica] = None):
+                 replica: Optional[Replica] = None, prefetch: int = 2):
         self.config = config
         self.model = model
         self.train_data = train
@@ -169,6 +204,10 @@ class Trainer:
         self.precision = Precision(config.mixed_precision, self.device)
         self.model.to(self.device)
         self.stepped = replica.wrap(model) if replica else model  # the module whose forward/backward train
+        if config.compile:
+            self.stepped = compiling.compiled(self.stepped, self.device)
+        self.prefetch = prefetch  # batches built ahead on a thread (0: in this one); the same batches
+        self.sync_seconds = min(progress_interval(), SYNC_SECONDS)
         params = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
         self.optimizer = config.optimizer.construct(model_parameters=params)
         steps_per_epoch = train.num_batches(0)
@@ -266,42 +305,63 @@ class Trainer:
         return self.train_data.epoch_parts(epoch, self.replica.part)
 
     def _train_epoch(self, epoch: int) -> dict[str, float]:
+        """One epoch of steps. Nothing here waits for the device between two sync points: the loss
+        is summed on the device (in float64, as the Python float sum it replaces), and the sum is
+        read, shown and checked to be finite every ``sync_seconds`` and at the end of the epoch, so
+        that a GPU stays a queue of steps ahead of the host. The batches are built ahead on a
+        thread (``prefetch``), pinned for an asynchronous copy on CUDA."""
         self.stepped.train()
         self.model.get_metrics(reset=True)
-        total, count = 0.0, 0
-        bar = progress(self._batches(epoch), total=self.train_data.num_batches(epoch),
-                       desc=f"epoch {epoch + 1}/{self.config.num_epochs}")
-        for batch, share in bar:
-            with self.precision.autocast():
-                out = self.stepped(**move_to(batch, self.device))
-            loss = out["loss"]
-            if not torch.isfinite(loss):
-                raise FloatingPointError(f"epoch {epoch + 1}: the loss became {float(loss)}")
-            self.optimizer.zero_grad(set_to_none=True)
-            if self.replica is None:
-                self.precision.backward(loss)
-                total += float(loss.detach())
-            else:  # DDP averages the replicas' gradients: each contributes W * w_r * grad L_r
-                scaled, part = self.replica.weighted_loss(share, out)
-                self.precision.backward(scaled)
-                total += part
-            if self.config.grad_clipping:
-                self.precision.unscale(self.optimizer)
-                torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clipping)
-            self.precision.step(self.optimizer)
-            if self.average:
-                self.average.update()
-            if self.scheduler:
-                self.scheduler.step()
-            count += 1
-            if hasattr(bar, "set_postfix"):
-                bar.set_postfix(loss=f"{total / count:.4f}", refresh=False)
+        total = torch.zeros((), dtype=torch.float32 if self.device.type == "mps" else torch.float64,
+                            device=self.device)
+        count, checked = 0, 0
+        pin_batch = (lambda item: (pin(item[0]), item[1])) if self.device.type == "cuda" else None
+        next_sync = time.monotonic() + self.sync_seconds
+        with prefetched(self._batches(epoch), self.prefetch, pin_batch) as batches:
+            bar = progress(batches, total=self.train_data.num_batches(epoch),
+                           desc=f"epoch {epoch + 1}/{self.config.num_epochs}")
+            for batch, share in bar:
+                with self.precision.autocast():
+                    out = self.stepped(**move_to(batch, self.device))
+                self.optimizer.zero_grad(set_to_none=True)
+                if self.replica is None:
+                    self.precision.backward(out["loss"])
+                    total += out["loss"].detach()
+                else:  # DDP averages the replicas' gradients: each contributes W * w_r * grad L_r
+                    scaled, part = self.replica.weighted_loss(share, out)
+                    self.precision.backward(scaled)
+                    total += part
+                if self.config.grad_clipping:
+                    self.precision.unscale(self.optimizer)
+                    torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clipping)
+                self.precision.step(self.optimizer)
+                if self.average:
+                    self.average.update()
+                if self.scheduler:
+                    self.scheduler.step()
+                count += 1
+                if time.monotonic() >= next_sync:
+                    self._checked_loss(total, epoch, checked, count, bar)
+                    checked, next_sync = count, time.monotonic() + self.sync_seconds
+        loss = self._checked_loss(total, epoch, checked, count, None)
         if self.replica is not None:  # the batches' losses: sum_r w_r L_r
-            total = self.replica.sum([total])[0]
+            loss = self.replica.sum([loss])[0]
         # The models measure only in evaluation (decoding every training batch would cost more
         # than the step); their zero counts are no training score, so only the loss is reported.
         self.model.get_metrics(reset=True)
-        return {"loss": total / max(1, count)}
+        return {"loss": loss / max(1, count)}
+
+    @staticmethod
+    def _checked_loss(total: torch.Tensor, epoch: int, checked: int, count: int, bar) -> float:
+        """The epoch's loss sum so far, read from the device (the one sync point of a stretch of
+        steps); non-finite: a FloatingPointError naming the epoch and the steps since the last check."""
+        value = float(total)
+        if not math.isfinite(value):
+            steps = f"step {count}" if count == checked + 1 else f"steps {checked + 1}-{count}"
+            raise FloatingPointError(f"epoch {epoch + 1}, {steps}: the loss became {value}")
+        if bar is not None and hasattr(bar, "set_postfix"):
+            bar.set_postfix(loss=f"{value / max(1, count):.4f}", refresh=False)
+        return value
 
 
 def write_json(path: Path, data) -> None:

@@ -240,3 +240,22 @@ def test_moving_average_validates_saves_and_resumes(tmp_path, tiny_files):
     spec["trainer"]["moving_average"] = 1.5
     with pytest.raises(SpecError, match=r"trainer.moving_average: 1.5 is out of range: expected a value in \[0, 1\)"):
         Run(spec, tmp_path / "bad").train()
+
+
+def test_mixed_precision_auto_is_bf16_on_a_gpu_that_has_it_and_float32_elsewhere(tmp_path, tiny_files, monkeypatch):
+    from multigrain.platform.precision import Precision, refusal, resolve
+
+    cpu, gpu = torch.device("cpu"), torch.device("cuda", 0)
+    assert refusal("auto", cpu) is None and Precision("auto", cpu).mode is None
+    assert Precision("auto", cpu).autocast().__class__.__name__ == "nullcontext"
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
+    assert resolve("auto", gpu) == "bf16"
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: False)
+    assert resolve("auto", gpu) is None and refusal("auto", gpu) is None
+    assert resolve("fp16", cpu) == "fp16" and resolve(None, gpu) is None
+    monkeypatch.undo()
+    train, dev = tiny_files  # a spec for a GPU trains on the CPU in float32, as the spec without the key
+    spec = tiny_spec(bilstm_tagger(), RESUME, train, dev, epochs=1, **NER)
+    auto = tiny_spec(bilstm_tagger(), RESUME, train, dev, epochs=1, mixed_precision="auto", **NER)
+    a, b = Run(spec, tmp_path / "plain").train(), Run(auto, tmp_path / "auto").train()
+    assert a["history"] == b["history"] and a["spec_hash"] != b["spec_hash"]

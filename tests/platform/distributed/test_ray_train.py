@@ -204,7 +204,7 @@ def test_mixed_precision_on_the_cpu_is_refused_before_anything_is_written(tmp_pa
 def test_mixed_precision_names_its_choices(tmp_path):
     from multigrain.platform.errors import SpecError
 
-    with pytest.raises(SpecError, match='trainer.mixed_precision: expected one of "bf16", "fp16", got "fp8"'):
+    with pytest.raises(SpecError, match='trainer.mixed_precision: expected one of "bf16", "fp16", "auto", got "fp8"'):
         Run(tagger_spec(tmp_path / "data", mixed_precision="fp8"), tmp_path / "run")
 
 

@@ -1,0 +1,46 @@
+"""``benchmarks/train_throughput.py``: the bare loop it compares the trainer with does the trainer's
+arithmetic (the same batches, optimizer, schedule, clipping and dropout masks give the same
+weights, bit for bit), and a tiny run writes the results JSON with consistent ratios."""
+import argparse
+import json
+import statistics
+import sys
+
+import torch
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import train_throughput  # noqa: E402
+
+
+def test_the_bare_loop_trains_as_the_trainer_does(tmp_path, single_thread):
+    args = argparse.Namespace(instances=120, batch_size=8, device="cpu", warmup=2, steps=2)
+    setup = train_throughput.Setup("small", args, tmp_path)
+    initial = {k: v.clone() for k, v in setup.initial.items()}
+    wall, cpu = setup.ours()
+    assert wall > 0 and cpu > 0
+    ours = {k: v.clone() for k, v in setup.model.state_dict().items()}
+    setup.bare()
+    bare = setup.model.state_dict()
+    assert any(not torch.equal(ours[k], initial[k]) for k in ours)  # it trained
+    assert all(torch.equal(ours[k], bare[k]) for k in ours)
+    assert all(t > 0 for t in setup.marian())
+    assert setup.tokens == sum(int(b["mask"].sum()) + int((b["target_output"] != setup.model.subwords.pad).sum())
+                               for b in (setup.model.tensorize([setup.instances[i] for i in idx])
+                                         for idx in setup.measured))
+
+
+def test_a_tiny_run_writes_its_json(tmp_path, monkeypatch, single_thread):
+    out = tmp_path / "throughput.json"
+    monkeypatch.setattr(sys, "argv", ["train_throughput.py", "--models", "plte", "--steps", "1", "--warmup", "1",
+                                      "--rounds", "2", "--instances", "40", "--batch-size", "8", "--out", str(out)])
+    train_throughput.main()
+    result = json.loads(out.read_text())
+    assert result["threads"] == 1 and result["torch"] == torch.__version__ and len(result["load_average_before"]) == 3
+    (row,) = result["models"]
+    assert row["model"] == "plte" and "marian" not in row["cpu_seconds"]  # Marian only beside the translator
+    ours, bare = (statistics.median(row["cpu_seconds"][k]) for k in ("ours", "bare"))
+    assert row["ours_over_bare_cpu"] == round(bare / ours, 3) or abs(row["ours_over_bare_cpu"] - bare / ours) < 0.02
+    assert row["ours_over_bare_wall"] > 0 and len(row["wall_seconds"]["ours"]) == 2
