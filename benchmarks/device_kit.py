@@ -3,6 +3,7 @@
 the kit fit what travels (64 MiB), and prints the call to make.
 
     python benchmarks/device_kit.py [--parts checks speed mt lb] [--python-version 3.12]
+    python benchmarks/device_kit.py --merge FILES_AT/results.tar.gz [--export runs/device/mt_export.json]
 
 That machine's image holds Python 3.12 with PyTorch (CUDA), transformers, tokenizers, sacrebleu,
 numpy, tqdm and rich; it has no network. What multigrain needs beyond that travels as wheels for
@@ -11,6 +12,12 @@ and is built here, pure Python). MLflow and Ray stay behind: the session trains 
 ``--no-tracking`` in one process, and ``multigrain log RUN_DIR`` logs its runs here afterwards.
 The data travels as one archive of ../shared/data's folders (``.device/data.tar.gz``), unpacked
 there as ../shared/data (the specs' paths are relative to the repository root).
+
+``--merge`` turns what the call brought back into the leaderboard file of issue 40: the finished
+runs in ``results.tar.gz`` (``runs/device/mt/*``: metrics.json, config.json) are logged
+(``multigrain log``) into a scratch MLflow store and exported from it (``leaderboard --export``:
+every run, its mt/tvsub, mt/wmt22 and mt/tatoeba rows), refused above 16 MiB; then
+``multigrain leaderboard --import FILE`` merges them into the project's store.
 """
 from __future__ import annotations
 
@@ -19,6 +26,7 @@ import re
 import subprocess
 import sys
 import tarfile
+import tempfile
 import tomllib
 from pathlib import Path
 
@@ -26,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 KIT = ROOT / ".device"
 DATA = ROOT.parent / "shared" / "data"
 LIMIT = 64 * 2 ** 20  # what the device tool carries: working tree + carried paths
+EXPORT_LIMIT = 16 * 2 ** 20  # a file the device tool brings back
 #: the image lacks these (binary wheels for cp312 on manylinux x86-64, or built here when PyPI has none)
 WHEELS = ("jsonnet", "pyahocorasick", "pytorch-crf")
 BUILT = ("jieba",)
@@ -39,7 +48,9 @@ FOLDERS = {
     "speed": (),
     "mt": ("tvsub_zh_en", "wmt22_generaltest_zh_en", "wmt_newstest_zh_en", "tatoeba_cmn_eng"),
     "lb": CORPUS + ("thucnews_titles",),
+    "ner": ("resume_ner", "weibo_ner", "msra_ner"),  # device_ner.sh (helper H3: a backbone travels its own way)
 }
+FOLDERS["lbert"] = FOLDERS["lb"]  # device_session.sh's alias
 
 
 def pins() -> dict[str, str]:
@@ -85,11 +96,39 @@ def travelling_bytes() -> int:
     return tree + sum(p.stat().st_size for p in KIT.rglob("*") if p.is_file())
 
 
+def merge(archive: Path, export: Path, pattern: str = "runs/device/mt/*") -> int:
+    """Log the finished runs of ``archive`` matching ``pattern`` into a scratch store, export them
+    to ``export`` (at most ``EXPORT_LIMIT`` bytes). Returns the exit status."""
+    multigrain = [sys.executable, "-c", "import sys; from multigrain.platform.cli import main; sys.exit(main())"]
+    with tempfile.TemporaryDirectory(prefix="device-merge-") as tmp:
+        with tarfile.open(archive) as tar:
+            tar.extractall(tmp, filter="data")
+        runs = sorted(p for p in Path(tmp).glob(pattern) if (p / "metrics.json").is_file())
+        if not runs:
+            print(f"{archive}: no run directory under {pattern}", file=sys.stderr)
+            return 2
+        store = f"sqlite:///{tmp}/merge.db"
+        subprocess.run([*multigrain, "log", *map(str, runs), "--tracking-uri", store], check=True, cwd=ROOT)
+        export.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run([*multigrain, "leaderboard", "--all", "--tracking-uri", store, "--export", str(export)],
+                       check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+    size = export.stat().st_size
+    print(f"{export}: {len(runs)} runs, {size / 2 ** 20:.2f} MiB; merge with: multigrain leaderboard --import {export}")
+    if size > EXPORT_LIMIT:
+        print(f"{export}: larger than {EXPORT_LIMIT // 2 ** 20} MiB", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--parts", nargs="+", choices=list(FOLDERS), default=list(FOLDERS))
     parser.add_argument("--python-version", default="3.12", help="the machine's Python (3.12 there)")
+    parser.add_argument("--merge", metavar="RESULTS_TAR_GZ", help="no kit: export the runs a call brought back")
+    parser.add_argument("--export", default=str(ROOT / "runs" / "device" / "mt_export.json"))
     args = parser.parse_args(argv)
+    if args.merge:
+        return merge(Path(args.merge), Path(args.export))
     fetch_wheels(KIT / "wheels", args.python_version)
     folders = sorted({f for part in args.parts for f in FOLDERS[part]})
     pack_data(folders, KIT / "data.tar.gz")
@@ -101,10 +140,11 @@ def main(argv=None) -> int:
         return 2
     # one call: a machine goes back 30 s after a call and a session has 15 minutes of it (2026-11)
     env = []
-    if "mt" in args.parts:  # auto: sized from the same call's plan_mt line
-        env += ["SESSION_S=570", f"MT_PAIRS={'auto' if 'checks' in args.parts else 'N'}", "MT_SIZE=small",
+    if "mt" in args.parts:  # issue 40's recipe (tvsub_*_small_gpu) on every pair; with the checks first,
+        # the pairs are sized from their plan_mt line (~350 pairs per token batch)
+        env += ["SESSION_S=570", *(["MT_PAIRS=auto", "MT_BATCH_PAIRS=350"] if "checks" in args.parts else []),
                 "MT_SEEDS=3"]
-    if "lb" in args.parts:
+    if {"lb", "lbert"} & set(args.parts):
         env += ["LB_CHARS=N", "LB_S=S"]
     print(f'device run: command "{" ".join([*env, "bash benchmarks/device_session.sh", *args.parts])}", '
           f'carry [".device"], timeout_s 590 (device_session.sh names each setting; N, S: what the time allows)')

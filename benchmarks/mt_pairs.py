@@ -3,12 +3,13 @@ from the same call's ``cuda_checks.py`` ``plan_mt`` line (milliseconds per step 
 translator, measured alone on the device):
 
     python benchmarks/mt_pairs.py --log session.log --seconds 330 [--size base] [--processes 2]
-                                  [--epochs 1] [--pairs auto|N]
+                                  [--epochs 1] [--pairs auto|N] [--batch-pairs N]
 
 ``--processes`` trainings (both encoders x seeds) share the one GPU, so the slower encoder's time
 per step, measured alone, is stretched by ``stretch(processes)``; ``OVERHEAD_S`` +
 ``READ_S_PER_PAIR`` x pairs are left for starting up, reading and building the lattices, the
-subword model, validation and decoding the test sets. Prints the count
+subword model, validation and decoding the test sets. ``--batch-pairs``: pairs per update when
+the spec batches by tokens (the ``gpu`` recipe: ~350; default the size's batch). Prints the count
 (a multiple of 1,000, at least 1,000, at most every pair); ``--pairs N`` prints N as given. Exit 2
 when the log holds no ``plan_mt`` figures.
 """
@@ -50,9 +51,10 @@ def stretch(processes: int) -> float:
     return max(SIDE_BY_SIDE, STRETCH_PER_PROCESS * processes) if processes > 1 else 1.0
 
 
-def affordable_pairs(per_step: float, seconds: float, epochs: int, size: str = "base", processes: int = 2) -> int:
+def affordable_pairs(per_step: float, seconds: float, epochs: int, size: str = "base", processes: int = 2,
+                     batch_pairs: int | None = None) -> int:
     """Pairs per epoch such that every side-by-side training and its overheads fit in ``seconds``."""
-    per_pair = epochs * per_step * stretch(processes) / BATCH[size] + READ_S_PER_PAIR
+    per_pair = epochs * per_step * stretch(processes) / (batch_pairs or BATCH[size]) + READ_S_PER_PAIR
     pairs = math.floor(max(seconds - OVERHEAD_S, 0) / per_pair / 1000) * 1000
     return min(max(pairs, 1000), TVSUB_TRAIN_PAIRS)
 
@@ -65,6 +67,7 @@ def main(argv=None) -> int:
     parser.add_argument("--size", choices=list(BATCH), default="base")
     parser.add_argument("--processes", type=int, default=2, help="trainings on the GPU at once")
     parser.add_argument("--pairs", default="auto")
+    parser.add_argument("--batch-pairs", type=int, default=None, help="pairs per update (token batches)")
     args = parser.parse_args(argv)
     if args.pairs != "auto":
         print(int(args.pairs))
@@ -74,7 +77,7 @@ def main(argv=None) -> int:
         print(f"{args.log}: no 'PASS plan_mt' line with {args.size} ms/step figures (run the checks part first, "
               f"MT_SIZE={args.size})", file=sys.stderr)
         return 2
-    print(affordable_pairs(per_step, args.seconds, args.epochs, args.size, args.processes))
+    print(affordable_pairs(per_step, args.seconds, args.epochs, args.size, args.processes, args.batch_pairs))
     return 0
 
 

@@ -4,15 +4,18 @@ several seeds; BLEU on every test set of the specs (tvsub: 3 references, wmt22: 
 Tatoeba test split), model sizes and training time.
 
     python benchmarks/mt_results.py [--size small|base] [--seeds 3] [--first-seed 13] [--epochs N] [--max-train-pairs N]
-        [--max-test-sentences N] [--only transformer big] [--test-sets ...] [--score-sets ...]
+        [--max-test-sentences N] [--max-dev-sentences N] [--only transformer big] [--test-sets ...] [--score-sets ...]
         [--runs-dir runs/mt] [--tracking-uri URI | --no-tracking]
         [--results benchmarks/RESULTS.md] [--out benchmarks/results/translation.json]
 
 ``--size base`` (``tvsub_*.jsonnet``, Transformer base: 6+6 layers of 512) is for a GPU, ``small``
-(``tvsub_*_small.jsonnet``, 3+3 layers of 256) for a CPU budget. ``--max-train-pairs N`` keeps the first N
+(``tvsub_*_small.jsonnet``, 3+3 layers of 256) for a CPU budget. ``--variant V`` takes
+``tvsub_*_<size>_V.jsonnet`` instead: ``cpu`` (issue 40's 40-minute CPU recipe) or ``gpu`` (its
+device call: every pair in token batches, bf16 where there is a GPU). ``--max-train-pairs N`` keeps the first N
 TVsub training pairs (episode order; the validation set stays whole). ``--max-test-sentences N``
-cuts every test set (a smoke test: its figures are not results; give it its own ``--results`` and
-``--out``). Each (encoder, seed) is one training through ``multigrain.platform.runs.Run`` (as
+cuts every test set and ``--max-dev-sentences N`` the validation set (smoke tests: their figures are
+not results; give them their own ``--results`` and ``--out``). Each (encoder, seed) is one training
+through ``multigrain.platform.runs.Run`` (as
 ``multigrain train``): a finished run directory is reused, an interrupted one resumed; every run
 and its test-set rows (MLflow experiments ``mt/<set>``) are logged to MLflow. The per-run figures
 go to ``--out`` (JSON) and the table to the ``## Translation (zh→en)`` section of ``--results``
@@ -25,6 +28,9 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import math
+import os
+import resource
 import statistics
 import sys
 import time
@@ -43,25 +49,32 @@ TVSUB_TRAIN_PAIRS = 429_501  # every training pair of tvsub_zh_en (SOURCES.md)
 REFERENCES = {"tvsub": 3, "wmt22": 2, "wmt18": 1, "wmt19": 1, "wmt20": 1, "tatoeba": 1}
 
 
-def spec_path(encoder: str, size: str) -> Path:
-    """``tvsub_<encoder>.jsonnet`` (size base) or ``tvsub_<encoder>_small.jsonnet``."""
-    return ROOT / "jsonnet_configs" / "mt" / f"tvsub_{encoder}{'' if size == 'base' else '_' + size}.jsonnet"
+def spec_path(encoder: str, size: str, variant: str | None = None) -> Path:
+    """``tvsub_<encoder>.jsonnet`` (size base), ``tvsub_<encoder>_small.jsonnet``, or with a
+    ``variant`` ``tvsub_<encoder>_<size>_<variant>.jsonnet``."""
+    name = f"tvsub_{encoder}" + (f"_{size}_{variant}" if variant else ("" if size == "base" else f"_{size}"))
+    return ROOT / "jsonnet_configs" / "mt" / f"{name}.jsonnet"
 
 
 def prepared_spec(encoder: str, size: str, seed: int, epochs: int | None = None,
                   max_train_pairs: int | None = None, max_test_sentences: int | None = None,
-                  test_sets: tuple[str, ...] = TEST_SETS) -> dict:
-    """The shipped spec of ``encoder`` at ``size`` with the benchmark's seed and budget cuts, and
-    only the ``test_sets`` named."""
+                  test_sets: tuple[str, ...] = TEST_SETS, variant: str | None = None,
+                  max_dev_sentences: int | None = None) -> dict:
+    """The shipped spec of ``encoder`` at ``size`` (and ``variant``) with the benchmark's seed and
+    budget cuts, and only the ``test_sets`` named (of those the spec has)."""
     from multigrain.platform.specs import load_spec
 
-    spec = load_spec(spec_path(encoder, size))
+    spec = load_spec(spec_path(encoder, size, variant))
     spec["seed"] = seed
     if epochs is not None:
         spec["trainer"]["num_epochs"] = epochs
     if max_train_pairs is not None:  # validation keeps the whole dev set: its own reader, uncut
         spec["validation_dataset_reader"] = copy.deepcopy(spec["dataset_reader"])
+        spec["validation_dataset_reader"].pop("max_instances", None)
         spec["dataset_reader"]["max_instances"] = max_train_pairs
+    if max_dev_sentences is not None:
+        spec["validation_dataset_reader"] = copy.deepcopy(spec.get("validation_dataset_reader", spec["dataset_reader"]))
+        spec["validation_dataset_reader"]["max_instances"] = max_dev_sentences
     spec["test_sets"] = {name: entry for name, entry in spec["test_sets"].items() if name in test_sets}
     if max_test_sentences is not None:
         for entry in spec["test_sets"].values():
@@ -82,11 +95,13 @@ def tiny_tatoeba_spec(train_pairs: int, dev_pairs: int, test_pairs: int) -> dict
     return spec
 
 
-def run_dir_for(encoder: str, spec: dict, runs_dir: str, size: str, max_train_pairs: int | None) -> Path:
+def run_dir_for(encoder: str, spec: dict, runs_dir: str, size: str, max_train_pairs: int | None,
+                variant: str | None = None) -> Path:
     from multigrain.platform.specs import spec_hash
 
     cut = f"-{max_train_pairs}pairs" if max_train_pairs else ""
-    return Path(runs_dir) / (f"tvsub_{encoder}-{size}-e{spec['trainer']['num_epochs']}{cut}-seed{spec['seed']}-"
+    recipe = f"_{variant}" if variant else ""
+    return Path(runs_dir) / (f"tvsub_{encoder}-{size}{recipe}-e{spec['trainer']['num_epochs']}{cut}-seed{spec['seed']}-"
                              f"{spec_hash(spec)[:8]}")
 
 
@@ -142,6 +157,27 @@ def row_of(encoder: str, seed: int, size: str, result: dict, parameters: int) ->
                           for name, entry in sets.items()}}
 
 
+def process_cpu_seconds() -> float:
+    """User + system CPU seconds of this process so far (its threads included)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def budget_of(spec: dict, result: dict, cpu_before: float, load_before: tuple) -> dict:
+    """What a run cost, beside its wall-clock ``seconds``: ``cpu_seconds`` of this process over
+    the run (reading, training, validation, test decoding; 0 for a reused run), the 1/5/15-minute
+    load averages before and after it (a loaded machine stretches wall time, not CPU time), the
+    training pairs seen and the updates (batches of a fixed size; None for token batches)."""
+    pairs = spec["dataset_reader"].get("max_instances") or TVSUB_TRAIN_PAIRS
+    epochs = result.get("epochs_completed") or 0
+    loader = spec["data_loader"]
+    updates = None if "max_tokens" in loader else math.ceil(pairs / loader["batch_size"]) * epochs
+    return {"cpu_seconds": round(process_cpu_seconds() - cpu_before, 1),
+            "load_average": {"before": [round(x, 2) for x in load_before],
+                             "after": [round(x, 2) for x in os.getloadavg()]},
+            "pairs_seen": pairs * epochs, "updates": updates}
+
+
 def mean_sd(values: list[float]) -> str:
     """``27.31 ± 0.42`` (sample sd) over several values, the value alone for one, "–" for none."""
     values = [v for v in values if v is not None]
@@ -193,21 +229,27 @@ def table(rows: list[dict], settings: dict) -> list[str]:
     if later:
         lines.append(f"Scored after training, not part of the runs' specs (characters seen only there are unknown "
                      f"to the models): {', '.join(later)}.")
-    if settings.get("max_test_sentences"):
-        lines.append(f"**Smoke test**: every test set cut to its first {settings['max_test_sentences']} "
-                     f"sentences; these figures are not results.")
+    if settings.get("max_test_sentences") or settings.get("max_dev_sentences"):
+        cuts = [f"every test set cut to its first {settings['max_test_sentences']} sentences"
+                if settings.get("max_test_sentences") else "",
+                f"the validation set to {settings['max_dev_sentences']}" if settings.get("max_dev_sentences") else ""]
+        lines.append(f"**Smoke test**: {', '.join(c for c in cuts if c)}; these figures are not results.")
     return lines
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", choices=("small", "base"), default="small")
+    parser.add_argument("--variant", choices=("cpu", "gpu"), default=None,
+                        help="tvsub_*_<size>_<variant>.jsonnet: issue 40's recipes (cpu: 40 minutes of one core; "
+                             "gpu: the device call's)")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--first-seed", type=int, default=13,
                         help="seeds --first-seed, +1, ... (run a part in another process, then all for the table)")
     parser.add_argument("--epochs", type=int, default=None, help="override trainer.num_epochs (both encoders)")
     parser.add_argument("--max-train-pairs", type=int, default=None, help="the first N TVsub training pairs")
     parser.add_argument("--max-test-sentences", type=int, default=None, help="cut every test set (smoke tests)")
+    parser.add_argument("--max-dev-sentences", type=int, default=None, help="cut the validation set (smoke tests)")
     parser.add_argument("--only", nargs="*", choices=ENCODERS, default=list(ENCODERS))
     parser.add_argument("--test-sets", nargs="*", choices=TEST_SETS, default=list(TEST_SETS),
                         help="evaluate only these (the news sets decode long segments: slow on a CPU)")
@@ -216,7 +258,7 @@ def main(argv=None) -> int:
                              "one --test-sets names; characters seen only in these sets are unknown to it)")
     parser.add_argument("--combine", nargs="*", default=None, metavar="JSON",
                         help="no training: the table of the runs in earlier --out files (parts run apart)")
-    parser.add_argument("--mixed-precision", choices=("bf16", "fp16"), default=None,
+    parser.add_argument("--mixed-precision", choices=("bf16", "fp16", "auto"), default=None,
                         help="trainer.mixed_precision (CUDA only; part of the spec hash)")
     parser.add_argument("--runs-dir", default="runs/mt")
     parser.add_argument("--tracking-uri", default=None, help="the MLflow store (default: ./mlruns.db)")
@@ -228,10 +270,11 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error("--seeds must be at least 1")
-    smoke = args.max_test_sentences is not None
+    smoke = args.max_test_sentences is not None or args.max_dev_sentences is not None
     if smoke and (Path(args.results).resolve() == results_md.RESULTS or
                   Path(args.out).resolve() == (ROOT / "benchmarks" / "results" / "translation.json")):
-        parser.error("--max-test-sentences is a smoke test: give it its own --results and --out")
+        parser.error("--max-test-sentences and --max-dev-sentences are smoke tests: give them their own --results "
+                     "and --out")
 
     if args.combine:
         return combine([Path(p) for p in args.combine], Path(args.out), Path(args.results), args.section)
@@ -240,11 +283,13 @@ def main(argv=None) -> int:
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         for encoder in args.only:
             spec = prepared_spec(encoder, args.size, seed, args.epochs, args.max_train_pairs, args.max_test_sentences,
-                                 tuple(args.test_sets))
+                                 tuple(args.test_sets), args.variant, args.max_dev_sentences)
             if args.mixed_precision:
                 spec["trainer"]["mixed_precision"] = args.mixed_precision
-            run_dir = run_dir_for(encoder, spec, args.runs_dir, args.size, args.max_train_pairs)
-            result = results_md.train_or_reuse(spec, run_dir, args.tracking_uri, str(spec_path(encoder, args.size)),
+            run_dir = run_dir_for(encoder, spec, args.runs_dir, args.size, args.max_train_pairs, args.variant)
+            cpu_before, load_before = process_cpu_seconds(), os.getloadavg()
+            result = results_md.train_or_reuse(spec, run_dir, args.tracking_uri,
+                                               str(spec_path(encoder, args.size, args.variant)),
                                                track=not args.no_tracking)
             if not result.get("finished"):
                 print(f"{run_dir}: training did not finish; left out", flush=True)
@@ -252,22 +297,27 @@ def main(argv=None) -> int:
             later = [name for name in args.score_sets if name not in spec["test_sets"]]
             if later:
                 with_sets = prepared_spec(encoder, args.size, seed, args.epochs, args.max_train_pairs,
-                                          args.max_test_sentences, tuple(args.test_sets) + tuple(later))
+                                          args.max_test_sentences, tuple(args.test_sets) + tuple(later), args.variant,
+                                          args.max_dev_sentences)
                 result = dict(result, test_sets={**result.get("test_sets", {}),
                                                  **score_after_training(run_dir, with_sets, later)})
             rows.append(row_of(encoder, seed, args.size, result, count_parameters(spec, run_dir)) |
-                        {"scored_after_training": later})
+                        {"scored_after_training": later} | budget_of(spec, result, cpu_before, load_before))
             print(f"{encoder} seed {seed}: BLEU {json.dumps(rows[-1]['bleu'])}", flush=True)
     if not rows:
         print("no finished run", file=sys.stderr)
         return 1
-    settings = {"size": args.size, "epochs": spec["trainer"]["num_epochs"],
-                "batch_size": spec["data_loader"]["batch_size"],
-                "train_pairs": f"{args.max_train_pairs:,}" if args.max_train_pairs else f"all {TVSUB_TRAIN_PAIRS:,}",
+    cut = args.max_train_pairs or spec["dataset_reader"].get("max_instances")
+    loader = spec["data_loader"]
+    settings = {"size": args.size + (f" ({args.variant} recipe)" if args.variant else ""),
+                "epochs": spec["trainer"]["num_epochs"],
+                "batch_size": loader["batch_size"] if "max_tokens" not in loader else
+                f"at most {loader['max_tokens']:,} tokens (source + target)",
+                "train_pairs": f"{cut:,}" if cut else f"all {TVSUB_TRAIN_PAIRS:,}",
                 "seeds": ", ".join(str(s) for s in range(args.first_seed, args.first_seed + args.seeds)),
                 "date": time.strftime("%Y-%m-%d"),
                 "argv": " ".join(argv if argv is not None else sys.argv[1:]),
-                "max_test_sentences": args.max_test_sentences}
+                "max_test_sentences": args.max_test_sentences, "max_dev_sentences": args.max_dev_sentences}
     write_results(rows, settings, Path(args.out), Path(args.results), args.section)
     return 0
 

@@ -57,20 +57,47 @@ local wmt22 = data + '/wmt22_generaltest_zh_en/generaltest2022.zh-en';
                reader: $.with_lattice({ type: 'tatoeba_cmn_eng', split: 'test' }, encoder) },
   },
 
-  encoder(name, s):: {
+  // tvsub_*_small_cpu: 2 epochs over the first 120,000 TVsub pairs = 3,750 updates of 64 pairs,
+  // about 40 minutes of one core (measured 2026-11-27 on this 2-core machine, one thread, the
+  // machine loaded: 0.65 s of process CPU time per update for either encoder). Two epochs rather
+  // than one over 240,000 pairs: the run keeps a checkpoint halfway (resumable on a loaded machine).
+  cpu40:: { pairs: 120000, epochs: 2 },
+
+  // tvsub_*_small_gpu (the device call of issue 40: six trainings side by side on one GPU, about
+  // 9 minutes): one epoch of all 429,501 pairs in token batches (data_loader.max_tokens: source +
+  // target tokens, padding counted; ~8,192 is ~350 pairs, ~1,230 updates), bf16 where the GPU has
+  // it (mixed_precision 'auto': float32 on a CPU, so the same spec rehearses there); decoding in
+  // batches of 128 sources (a WMT22 batch of long segments x beam 4 stays small on the GPU).
+  gpu:: { epochs: 1, max_tokens: 8192, batch_size: 1024, eval_batch_size: 128,
+          recipe: { lr: 1.5e-3, warmup_steps: 300, dropout: 0.0 } },
+
+  // Recipes: how a size is trained. `null` (the shipped tvsub_* specs): post-norm, warm-up a share
+  // of the run, the size's batch and rate; their spec hashes and results stay as they were.
+  // `fast` (issue 40, "recipes that learn in few steps"): pre-norm encoder and decoder (each with a
+  // final LayerNorm), Adam at a higher peak rate with an inverse-square-root schedule whose warm-up
+  // is a number of steps (it never reads the run's length: a run can be extended), and
+  // `dropout` for both dropouts (0 where the budget is about one pass over the data: each pair
+  // is seen once or twice, the model underfits, dropout only slows it). Fields left out keep the
+  // size's value.
+  recipes:: {
+    fast: { pre_norm: true, lr: 1e-3, warmup_steps: 500, dropout: null },
+  },
+
+  encoder(name, s, recipe=null):: {
     type: name, hidden_size: s.dim, num_layers: s.layers, num_heads: s.heads, ffn_dim: s.ffn,
     dropout: s.dropout, attention_dropout: s.dropout, max_length: 1024,
-  },
+  } + (if recipe != null && recipe.pre_norm then { pre_norm: true } else {}),
 
   // `bleu`: the BLEU metric's options (components/metrics/bleu.py), e.g. { nist_bp: true } for
   // mteval-v13a's brevity penalty (the shortest reference); null (the default) adds no key, so
   // the specs' hashes stay as they were. `-o` cannot add a key: pass it here.
-  model(encoder, s, bleu=null):: {
+  model(encoder, s, bleu=null, recipe=null):: {
     type: 'translator',
     embedder: { type: 'char_bigram', char_dim: s.dim, bigram_dim: 0, dropout: s.dropout },
-    encoder: $.encoder(encoder, s),
+    encoder: $.encoder(encoder, s, recipe),
     decoder: { type: 'nmt_decoder', num_layers: s.layers, num_heads: s.heads, feedforward_dim: s.ffn,
-               dropout: s.dropout, label_smoothing: 0.1 },
+               dropout: s.dropout, label_smoothing: 0.1 }
+             + (if recipe != null && recipe.pre_norm then { pre_norm: true } else {}),
     target_vocab_size: s.target_vocab,
     beam_size: 4,
     length_penalty: 0.6,
@@ -88,10 +115,11 @@ local wmt22 = data + '/wmt22_generaltest_zh_en/generaltest2022.zh-en';
   // Adam with linear warm-up and decay; `trainer.mixed_precision` is left to the trainer's default.
   // Warm-up is a share of the run (6 %: ~4,000 steps at the base and small full budgets), so that a
   // run cut to fewer epochs or pairs still spends most of its steps past it.
-  trainer(s, epochs=null):: {
+  trainer(s, epochs=null, recipe=null):: {
     num_epochs: if epochs == null then s.epochs else epochs,
-    optimizer: { type: 'adam', lr: s.lr, betas: [0.9, 0.98] },
-    scheduler: { type: 'linear_warmup', warmup_fraction: 0.06 },
+    optimizer: { type: 'adam', lr: if recipe == null then s.lr else recipe.lr, betas: [0.9, 0.98] },
+    scheduler: if recipe == null then { type: 'linear_warmup', warmup_fraction: 0.06 }
+               else { type: 'inverse_sqrt', warmup_steps: recipe.warmup_steps },
     grad_clipping: 1.0,
     patience: 5,
     validation_metric: '+bleu',
@@ -99,17 +127,24 @@ local wmt22 = data + '/wmt22_generaltest_zh_en/generaltest2022.zh-en';
 
   // TVsub training (429,501 pairs, episode order), validation on TVsub dev (1,086 pairs, 1 reference),
   // every test set above. `encoder`: 'transformer' | 'big'; `size`: a key of `sizes`.
-  tvsub_spec(encoder, size='small', epochs=null, bleu=null):: {
-    local s = $.sizes[size],
+  // `recipe`: null or a key of `recipes` (or an object of the same fields) merged over it;
+  // `max_pairs`: the first N training pairs (episode order); `batch`: data_loader fields over the size's.
+  tvsub_spec(encoder, size='small', epochs=null, bleu=null, recipe=null, max_pairs=null, batch={}):: {
+    local r = if recipe == null then null
+              else if std.isString(recipe) then $.recipes[recipe] else $.recipes.fast + recipe,
+    local s0 = $.sizes[size],
+    local s = if r != null && r.dropout != null then s0 { dropout: r.dropout } else s0,
     task: 'mt',
     dataset: 'tvsub',
-    dataset_reader: $.with_lattice({ type: 'tvsub' }, encoder),
+    dataset_reader: $.with_lattice({ type: 'tvsub' }, encoder)
+                    + (if max_pairs == null then {} else { max_instances: max_pairs }),
+    [if max_pairs != null then 'validation_dataset_reader']: $.with_lattice({ type: 'tvsub' }, encoder),
     train_data_path: tvsub + '/EPISODES.txt',
     validation_data_path: tvsub + '/dev/dev.orignal.zh',
     test_sets: $.test_sets(encoder),
-    data_loader: { batch_size: s.batch_size },
-    model: $.model(encoder, s, bleu),
-    trainer: $.trainer(s, epochs),
+    data_loader: { batch_size: s.batch_size } + batch,
+    model: $.model(encoder, s, bleu, r),
+    trainer: $.trainer(s, epochs, r),
     seed: 13,
   },
 }

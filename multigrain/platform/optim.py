@@ -132,6 +132,32 @@ class LinearWarmupDecay(_FactorSchedule):
         return self.final_ratio + (1 - self.final_ratio) * left
 
 
+@Scheduler.register("inverse_sqrt")
+class InverseSqrt(_FactorSchedule):
+    """The schedule of "Attention is all you need" (Vaswani et al. 2017, eq. 3), with the peak
+    rate given as ``lr`` instead of ``d_model^-0.5 / sqrt(warmup)``. At step ``s`` (0-based,
+    counted in batches), with ``w = warmup_steps``::
+
+        lr(s) = lr * min((s + 1) / w, sqrt(w / (s + 1)))
+
+    a linear rise to ``lr`` at ``s + 1 = w``, then decay as ``1 / sqrt(s + 1)``. It never reads the
+    run's length, so a run can be extended (``uses_num_training_steps = False``) and a warm-up
+    of ``w`` steps is the same in a cut run and a full one. ``warmup_steps`` 0: no warm-up
+    (``lr / sqrt(s + 1)``)."""
+
+    def __init__(self, optimizer: Any, num_training_steps: int, warmup_steps: int = 4000):
+        if warmup_steps < 0:
+            raise ValueError(f"inverse_sqrt: warmup_steps must be >= 0, got {warmup_steps}")
+        self.warmup = warmup_steps
+        super().__init__(optimizer)
+
+    def factor(self, step: int) -> float:
+        n = step + 1
+        if self.warmup == 0:
+            return n ** -0.5
+        return min(n / self.warmup, math.sqrt(self.warmup / n))
+
+
 @Scheduler.register("step")
 class StepDecay(_FactorSchedule):
     """Multiply the rate by ``gamma`` every ``step_size`` batches (default 1000)."""

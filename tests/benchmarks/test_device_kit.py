@@ -37,15 +37,15 @@ def test_archive_holds_the_parts_folders_and_the_calls_are_printed(kit, capsys):
     mt_folders = ("tatoeba_cmn_eng", "tvsub_zh_en", "wmt22_generaltest_zh_en", "wmt_newstest_zh_en")
     assert [n for n in names if n.endswith("part.txt")] == [f"data/{f}/part.txt" for f in mt_folders]
     out = capsys.readouterr().out
-    assert ('command "SESSION_S=570 MT_PAIRS=N MT_SIZE=small MT_SEEDS=3 bash benchmarks/device_session.sh speed mt", '
-            'carry [".device"], timeout_s 590') in out
+    assert ('command "SESSION_S=570 MT_SEEDS=3 bash benchmarks/device_session.sh speed mt", '
+            'carry [".device"], timeout_s 590') in out  # issue 40's recipe on every TVsub pair
     assert "LB_CHARS" not in out
 
 def test_with_the_checks_in_the_call_the_pairs_are_sized_there(kit, capsys, monkeypatch):
     monkeypatch.setitem(device_kit.FOLDERS, "checks", ())  # the fixture's data holds the mt folders alone
     assert device_kit.main(["--parts", "checks", "mt"]) == 0
     out = capsys.readouterr().out
-    assert "MT_PAIRS=auto MT_SIZE=small MT_SEEDS=3 bash benchmarks/device_session.sh checks mt" in out
+    assert "MT_PAIRS=auto MT_BATCH_PAIRS=350 MT_SEEDS=3 bash benchmarks/device_session.sh checks mt" in out
 
 
 def test_missing_data_folder_is_refused_and_nothing_is_written(kit):
@@ -62,3 +62,15 @@ def test_kit_over_the_travel_limit_is_refused(kit, monkeypatch, capsys):
     captured = capsys.readouterr()
     assert captured.err.strip() == "too large to travel: fewer --parts"
     assert "device run" not in captured.out
+
+
+def test_lbert_and_ner_parts_pack_their_data(kit, capsys, monkeypatch):
+    monkeypatch.setitem(device_kit.FOLDERS, "lbert", ("tvsub_zh_en",))  # the fixture's folders
+    monkeypatch.setitem(device_kit.FOLDERS, "ner", ("tatoeba_cmn_eng",))
+    assert device_kit.main(["--parts", "lbert", "ner"]) == 0
+    with tarfile.open(kit / ".device" / "data.tar.gz") as tar:
+        assert sorted(n for n in tar.getnames() if n.endswith("part.txt")) == \
+            ["data/tatoeba_cmn_eng/part.txt", "data/tvsub_zh_en/part.txt"]
+    out = capsys.readouterr().out
+    assert "LB_CHARS=N LB_S=S bash benchmarks/device_session.sh lbert ner" in out
+    assert device_kit.FOLDERS["lb"] == tuple(device_kit.CORPUS) + ("thucnews_titles",)

@@ -62,3 +62,14 @@ def test_cli(tmp_path, capsys):
     log.write_text("PASS beam (1.0 s): ...\n", encoding="utf-8")
     assert mt_pairs.main(["--log", str(log), "--seconds", "5000"]) == 2
     assert "no 'PASS plan_mt' line" in capsys.readouterr().err
+
+
+def test_token_batches_count_their_pairs_per_step():
+    per_step, seconds = 0.25, 480.0
+    pairs = mt_pairs.affordable_pairs(per_step, seconds, epochs=1, size="small", processes=6, batch_pairs=350)
+
+    def needed(n):
+        return mt_pairs.OVERHEAD_S + n * mt_pairs.READ_S_PER_PAIR + n / 350 * per_step * mt_pairs.stretch(6)
+
+    assert needed(pairs) <= seconds < needed(pairs + 1000)
+    assert pairs > mt_pairs.affordable_pairs(per_step, seconds, epochs=1, size="small", processes=6)

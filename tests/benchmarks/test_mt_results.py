@@ -173,3 +173,35 @@ def test_sets_scored_after_training_are_named_under_the_table(fake_training, tmp
     assert "| 0.50 |" in text and "Scored after training" in text and ": wmt22." in text
     saved = json.loads((tmp_path / "a.json").read_text(encoding="utf-8"))
     assert [r["scored_after_training"] for r in saved["runs"]] == [["wmt22"], ["wmt22"]]
+
+
+def test_variants_are_issue_40s_recipe_specs_and_their_cuts(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    assert mt_results.spec_path("big", "small", "gpu").name == "tvsub_big_small_gpu.jsonnet"
+    assert mt_results.spec_path("transformer", "small").name == "tvsub_transformer_small.jsonnet"
+    assert mt_results.spec_path("transformer", "base").name == "tvsub_transformer.jsonnet"
+    cpu = mt_results.prepared_spec("big", "small", 13, variant="cpu")
+    assert cpu["dataset_reader"]["max_instances"] == 120_000 and set(cpu["test_sets"]) == {"tvsub", "wmt22"}
+    cut = mt_results.prepared_spec("big", "small", 13, max_train_pairs=300, variant="cpu", max_dev_sentences=20)
+    assert cut["dataset_reader"]["max_instances"] == 300
+    assert cut["validation_dataset_reader"]["max_instances"] == 20  # only as asked, never the training cut
+    assert "max_instances" not in mt_results.prepared_spec("big", "small", 13, max_train_pairs=300,
+                                                           variant="cpu")["validation_dataset_reader"]
+    gpu = mt_results.prepared_spec("transformer", "small", 13, variant="gpu")
+    assert gpu["data_loader"]["max_tokens"] == 8192 and gpu["model"]["decoder"]["pre_norm"] is True
+    run_dir = mt_results.run_dir_for("big", cpu, "runs/mt", "small", None, "cpu")
+    assert run_dir.name.startswith("tvsub_big-small_cpu-e2-")
+
+
+def test_the_cpu_variant_records_what_each_run_cost(fake_training, tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "mt_cpu40.json"
+    code = mt_results.main(["--variant", "cpu", "--seeds", "1", "--only", "big", "--runs-dir", str(tmp_path / "runs"),
+                            "--results", str(tmp_path / "R.md"), "--out", str(out)])
+    assert code == 0 and "tvsub_big-small_cpu-e2-seed13-" in fake_training[0][2]
+    saved = json.loads(out.read_text(encoding="utf-8"))
+    run = saved["runs"][0]
+    assert set(run["bleu"]) == {"tvsub", "wmt22"}
+    assert run["pairs_seen"] == 120_000 * 1 and run["updates"] == 1875  # the stub completes 1 epoch of 64-pair batches
+    assert run["cpu_seconds"] >= 0 and len(run["load_average"]["before"]) == 3
+    assert saved["settings"]["train_pairs"] == "120,000" and saved["settings"]["size"] == "small (cpu recipe)"

@@ -1,6 +1,8 @@
 """The translation specs (jsonnet_configs/mt/): each validates (types, registered names, every data
 path of the six test sets), and the Transformer and BiG specs differ only in the encoder and the
-lattice builder that BiG reads (same decoder, sizes, data, batches and epochs)."""
+lattice builder that BiG reads (same decoder, sizes, data, batches and epochs). Issue 40's recipe
+specs (``*_small_cpu``, ``*_small_gpu``) are pre-norm with an inverse-sqrt schedule warmed up in
+steps; the older specs keep none of it (their hashes are pinned in test_spec_hashes)."""
 import pytest
 import torch
 
@@ -10,9 +12,10 @@ from multigrain.platform.tracking import flatten
 from tests.conftest import ROOT
 
 SPECS = ["tvsub_transformer", "tvsub_big", "tvsub_transformer_small", "tvsub_big_small", "tatoeba_tiny"]
+RECIPE_SPECS = [f"tvsub_{e}_small_{v}" for v in ("cpu", "gpu") for e in ("transformer", "big")]
 
 
-@pytest.mark.parametrize("name", SPECS)
+@pytest.mark.parametrize("name", SPECS + RECIPE_SPECS)
 def test_mt_spec_validates(name, monkeypatch):
     monkeypatch.chdir(ROOT)
     validate_spec(load_spec(f"jsonnet_configs/mt/{name}.jsonnet"), name)
@@ -46,3 +49,35 @@ def test_warm_up_is_a_share_of_the_run_however_it_is_cut(name, monkeypatch):
         factors = [rates.factor(step) for step in range(steps)]
         peak = max(range(steps), key=factors.__getitem__)
         assert 0.03 * steps <= peak <= 0.1 * steps
+
+
+@pytest.mark.parametrize("variant", ["cpu", "gpu"])
+def test_recipe_specs_differ_only_in_the_encoder_and_are_pre_norm_with_steps_of_warm_up(variant, monkeypatch):
+    from multigrain.platform.optim import InverseSqrt
+
+    monkeypatch.chdir(ROOT)
+    transformer, big = (load_spec(f"jsonnet_configs/mt/tvsub_{e}_small_{variant}.jsonnet")
+                        for e in ("transformer", "big"))
+    flat_t, flat_b = flatten(transformer), flatten(big)
+    differing = {k for k in flat_t.keys() | flat_b.keys() if flat_t.get(k) != flat_b.get(k)}
+    assert differing == {"model.encoder.type"} | {k for k in flat_b if k.endswith("lattice_builder.type")}
+    for spec in (transformer, big):
+        model, trainer = spec["model"], spec["trainer"]
+        assert model["encoder"]["pre_norm"] is True and model["decoder"]["pre_norm"] is True
+        assert model["encoder"]["dropout"] == model["decoder"]["dropout"] == 0.0
+        assert trainer["scheduler"]["type"] == "inverse_sqrt" and trainer["scheduler"]["warmup_steps"] >= 100
+        assert InverseSqrt.uses_num_training_steps is False  # the warm-up is the same in a cut or extended run
+    if variant == "cpu":  # 2 x 120,000 pairs in batches of 64: 3,750 updates, about 40 minutes of one core
+        assert transformer["dataset_reader"]["max_instances"] * transformer["trainer"]["num_epochs"] // 64 == 3750
+        assert set(transformer["test_sets"]) == {"tvsub", "wmt22"}
+    else:  # every pair, token batches, bf16 where a GPU has it
+        assert "max_instances" not in transformer["dataset_reader"]
+        assert transformer["data_loader"]["max_tokens"] == 8192
+        assert transformer["trainer"]["mixed_precision"] == "auto"
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_the_older_specs_have_none_of_the_recipe(name, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    flat = flatten(load_spec(f"jsonnet_configs/mt/{name}.jsonnet"))
+    assert not any(k.endswith("pre_norm") or k.endswith("max_tokens") for k in flat)

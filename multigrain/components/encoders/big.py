@@ -49,7 +49,7 @@ from multigrain.components.nn.attention import MultiHeadAttention
 from multigrain.components.nn.char_input import CharInput
 from multigrain.components.nn.old_names import accept_old_names
 from multigrain.components.nn.sequence import masked_mean, shift
-from multigrain.components.nn.transformer_layer import PostNormTransformerLayer
+from multigrain.components.nn.transformer_layer import PostNormTransformerLayer, final_norm
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.kinds import Encoder
 
@@ -128,11 +128,11 @@ class BigLayer(PostNormTransformerLayer):
     """One BiG-Transformer layer: bipartite attention (:meth:`attend`), add & norm, FFN, add & norm."""
 
     def __init__(self, dim: int, num_heads: int, ffn_dim: int, dropout: float, attention_dropout: float,
-                 local: str, global_node: bool, include_self: bool):
+                 local: str, global_node: bool, include_self: bool, pre_norm: bool = False):
         attention = MultiHeadAttention(dim, num_heads, dropout=attention_dropout)
         # W_s of eq. 5, drawn before the FFN: a seeded initialisation stays that of the earlier runs
         sentence = nn.Linear(dim, dim, bias=False) if global_node else None
-        super().__init__(attention, ffn_dim, dropout)
+        super().__init__(attention, ffn_dim, dropout, pre_norm=pre_norm)
         self.sentence = sentence
         self.local, self.include_self = local, include_self
 
@@ -192,7 +192,9 @@ class BigEncoder(SizedEncoder):
     ``min_word_length``: words shorter than this are ignored (the lexicon builder already
     drops single characters by default). Archives saved before ``components/nn`` named the
     input projection and position table ``projection``, ``positions``; they load into
-    ``char_input``.
+    ``char_input``. ``pre_norm``: each layer attends from ``LayerNorm(h)`` (word states and the
+    sentence node built from it) and adds to ``h`` unnormalised, the stack ending with a
+    LayerNorm (``components/nn/transformer_layer.py``); off by default (the paper's post-norm).
     """
 
     def __init__(self, input_dim: int, hidden_size: int = 256, num_layers: int = 2, num_heads: int = 8,
@@ -200,7 +202,8 @@ class BigEncoder(SizedEncoder):
                  local: Literal["lexicon", "adjacent", "none"] = "lexicon", global_node: bool = True,
                  include_self: bool = True, attention: Literal["auto", "dense", "gather", "ragged"] = "auto",
                  dense_max_chars: int = 64, min_word_length: int = 1,
-                 positions: Literal["sinusoidal", "learned", "none"] = "sinusoidal", max_length: int = 512):
+                 positions: Literal["sinusoidal", "learned", "none"] = "sinusoidal", max_length: int = 512,
+                 pre_norm: bool = False):
         super().__init__()
         if local not in ("lexicon", "adjacent", "none"):
             raise ConfigurationError(f"big: local must be 'lexicon', 'adjacent' or 'none', got {local!r}")
@@ -217,8 +220,11 @@ class BigEncoder(SizedEncoder):
         self.char_input = CharInput(input_dim, hidden_size, dropout, positions, max_length)
         self.layers = nn.ModuleList(
             BigLayer(hidden_size, num_heads, ffn_dim or 4 * hidden_size, dropout, attention_dropout, local,
-                     global_node, include_self)
+                     global_node, include_self, pre_norm)
             for _ in range(num_layers))
+        self.pre_norm = pre_norm
+        if pre_norm:
+            self.final_norm = final_norm(hidden_size, pre_norm)
         accept_old_names(self, {"projection.": "char_input.projection.", "positions.": "char_input.positions."})
 
     def words(self, batch: Optional[dict], batch_size: int, device) -> BipartiteWords:
@@ -246,6 +252,8 @@ class BigEncoder(SizedEncoder):
         h = h * char_mask.unsqueeze(-1)
         for layer in self.layers:
             h = layer(h, char_mask, words, mode, containment, containing) * char_mask.unsqueeze(-1)
+        if self.pre_norm:
+            h = self.final_norm(h) * char_mask.unsqueeze(-1)
         return h
 
     def containment(self, batch: dict, words: BipartiteWords, char_mask: torch.Tensor) -> torch.Tensor:

@@ -7,6 +7,7 @@ Target tokens ``y [B, T]`` (``BOS y_1 .. y_{T-1}``, teacher forcing) are embedde
 
     x_t    = sqrt(d) * E[y_t] + P(t)                      P: sinusoidal positions
     x      = num_layers x PostNormDecoderLayer(x, memory = encoder states [B, S, d], source mask)
+    x      = LayerNorm(x)                                  pre_norm only: the stack's final norm
     logits = x E^T                                         [B, T, V]
     loss   = label-smoothed cross entropy (eps = label_smoothing) over the non-padding targets,
              averaged over target tokens
@@ -33,6 +34,7 @@ from multigrain.components.nn.beam_search import Hypotheses, beam_search
 from multigrain.components.nn.decoder_layer import KeyValues, PostNormDecoderLayer
 from multigrain.components.nn.key_value_cache import KeyValueCache
 from multigrain.components.nn.positions import sinusoidal_positions
+from multigrain.components.nn.transformer_layer import final_norm
 from multigrain.platform.kinds import Head
 
 
@@ -61,11 +63,12 @@ class DecoderState:
 class NmtDecoder(Head):
     """Transformer decoder over encoder states ``[B, S, input_dim]`` (see the module docstring);
     hidden size = ``input_dim``. ``vocab_size``, ``pad``/``bos``/``eos`` ids come from the model's
-    target subword model."""
+    target subword model. ``pre_norm``: pre-norm layers and a final LayerNorm
+    (``components/nn/decoder_layer.py``); off by default (Vaswani et al.'s post-norm)."""
 
     def __init__(self, input_dim: int, vocab_size: int, pad: int = 0, bos: int = 2, eos: int = 3,
                  num_layers: int = 6, num_heads: int = 8, feedforward_dim: int = 2048, dropout: float = 0.1,
-                 attention_dropout: float = 0.0, label_smoothing: float = 0.1):
+                 attention_dropout: float = 0.0, label_smoothing: float = 0.1, pre_norm: bool = False):
         super().__init__()
         if not 0.0 <= label_smoothing < 1.0:
             raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}")
@@ -78,7 +81,10 @@ class NmtDecoder(Head):
             self.embedding.weight[pad].zero_()
         self.dropout = nn.Dropout(dropout)
         self.layers = nn.ModuleList(PostNormDecoderLayer(input_dim, num_heads, feedforward_dim, dropout,
-                                                         attention_dropout) for _ in range(num_layers))
+                                                         attention_dropout, pre_norm) for _ in range(num_layers))
+        if pre_norm:
+            self.final_norm = final_norm(input_dim, pre_norm)
+        self.pre_norm = pre_norm
 
     # pieces ------------------------------------------------------------------------------------
     def embed(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
@@ -89,6 +95,10 @@ class NmtDecoder(Head):
     def logits(self, x: torch.Tensor) -> torch.Tensor:
         """Tied output projection: ``[..., d] -> [..., V]``."""
         return x @ self.embedding.weight.T
+
+    def top(self, x: torch.Tensor) -> torch.Tensor:
+        """The last layer's output as the projection takes it: the final LayerNorm of a pre-norm stack."""
+        return self.final_norm(x) if self.pre_norm else x
 
     def memory(self, states: torch.Tensor) -> list[KeyValues]:
         return [layer.memory(states) for layer in self.layers]
@@ -111,7 +121,7 @@ class NmtDecoder(Head):
         memory_mask = attention_mask(1, None, source_mask).unsqueeze(1)  # [B, 1, 1, S]
         for layer, memory in zip(self.layers, self.memory(states)):
             x = layer(x, memory, memory_mask, causal)
-        out = {"logits": self.logits(x)}
+        out = {"logits": self.logits(self.top(x))}
         if target_output is not None:
             out["loss"] = self.loss(out["logits"], target_output)
             out["loss_count"] = (target_output != self.pad).sum()
@@ -141,7 +151,7 @@ class NmtDecoder(Head):
         x = self.embed(rows.unsqueeze(1), torch.full((1, 1), t, device=tokens.device))  # [N or B, 1, d]
         for layer, cache, memory in zip(self.layers, state.caches, state.memory):
             x = layer.step(x, cache, memory, state.memory_mask, 1 if first else K)
-        x = x[:, 0]
+        x = self.top(x[:, 0])
         if first:
             for cache in state.caches:
                 cache.repeat_rows(K)

@@ -111,6 +111,19 @@ class Translator(CharLatticeModel):
     def instance_length(self, instance: Instance) -> int:
         return min(len(instance["chars"]), self.max_source_length)
 
+    def instance_lengths(self, instance: Instance) -> tuple[int, int]:
+        """``(source, target)`` tokens of ``instance`` as :meth:`tensorize` pads them: the source's
+        characters (cut to ``max_source_length``) and the subword pieces of its first reference
+        plus one (``target_input`` = BOS + pieces, ``target_output`` = pieces + EOS); 0 without a
+        reference. For token-budget batches (``data_loader.max_tokens``: source + target tokens,
+        padding counted): both sides are padded separately, so a batch of n pairs costs
+        ``n * (longest source + longest target)``."""
+        source = min(len(instance["chars"]), self.max_source_length)
+        references = instance.get("references")
+        if not references:
+            return source, 0
+        return source, len(self.subwords.encode([references[0]])[0]) + 1
+
     def source_length(self, instance: Instance) -> int:
         n = len(instance["chars"])
         if n > self.max_source_length and not self.truncate:

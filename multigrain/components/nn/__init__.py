@@ -1,7 +1,7 @@
 """Layers shared by the encoders (fairseq's ``modules/``), one concern a module:
 
 - ``attention``: :class:`MultiHeadAttention` (dense, relation-aware, shared + own + ragged keys);
-- ``feed_forward``, ``add_norm``, ``transformer_layer``: the post-LayerNorm Transformer layer;
+- ``feed_forward``, ``add_norm``, ``transformer_layer``: the Transformer layer (post- or pre-LayerNorm);
 - ``positions``: absolute position vectors; ``char_input``: an encoder's projected character input;
 - ``sequence``: ``shift`` and ``masked_mean`` along the sequence;
 - ``old_names``: reading checkpoints saved before a module's parameters were renamed.

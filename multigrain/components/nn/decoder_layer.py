@@ -1,10 +1,16 @@
-"""The post-LayerNorm Transformer decoder layer (Vaswani et al. 2017, §3.1, "Transformer base").
+"""The Transformer decoder layer (Vaswani et al. 2017, §3.1, "Transformer base"), post- or pre-norm.
 
-For target states ``y [B, T, d]`` and encoder states (the memory) ``m [B, S, d]``::
+For target states ``y [B, T, d]`` and encoder states (the memory) ``m [B, S, d]``, post-norm::
 
     y = LayerNorm(y + Dropout(SelfAttention(y, keys y_{<=t})))          masked: no future position
     y = LayerNorm(y + Dropout(CrossAttention(y, keys m, source mask)))
     y = LayerNorm(y + Dropout(FFN(y)))
+
+and pre-norm (``pre_norm=True``, Xiong et al. 2020; the decoder adds a final LayerNorm)::
+
+    y = y + Dropout(SelfAttention(LN1(y), keys LN1(y)_{<=t}))
+    y = y + Dropout(CrossAttention(LN2(y), keys m, source mask))
+    y = y + Dropout(FFN(LN3(y)))
 
 Keys and values are projected by the caller-visible halves of :class:`MultiHeadAttention`
 (``key_values`` / ``attend``), so that incremental decoding keeps them: the cross-attention's
@@ -27,10 +33,13 @@ KeyValues = tuple[torch.Tensor, torch.Tensor]
 
 
 class PostNormDecoderLayer(nn.Module):
-    """Masked self-attention, cross-attention over the memory, FFN; each followed by add & norm."""
+    """Masked self-attention, cross-attention over the memory, FFN; each followed by add & norm
+    (``pre_norm``: each preceded by a LayerNorm of its input, the residual left as it is)."""
 
-    def __init__(self, dim: int, num_heads: int, ffn_dim: int, dropout: float, attention_dropout: float = 0.0):
+    def __init__(self, dim: int, num_heads: int, ffn_dim: int, dropout: float, attention_dropout: float = 0.0,
+                 pre_norm: bool = False):
         super().__init__()
+        self.pre_norm = pre_norm
         self.self_attention = MultiHeadAttention(dim, num_heads, dropout=attention_dropout)
         self.norm1 = AddNorm(dim, dropout)
         self.cross_attention = MultiHeadAttention(dim, num_heads, dropout=attention_dropout)
@@ -48,8 +57,9 @@ class PostNormDecoderLayer(nn.Module):
         :meth:`memory`; the attention masks as :meth:`MultiHeadAttention.attend` takes them,
         made once for all layers: ``memory_mask [B, 1, 1, S]``, ``causal [1, 1, T, T]``.
         Returns ``[B, T, d]``."""
-        keys, values = self.self_attention.key_values(y)
-        y = self.norm1(y, self.self_attention.attend(y, keys, values, causal))
+        h = self.norm1.norm(y) if self.pre_norm else y
+        keys, values = self.self_attention.key_values(h)
+        y = self._add(self.norm1, y, self.self_attention.attend(h, keys, values, causal))
         return self._cross_and_ffn(y, memory, memory_mask)
 
     def step(self, y: torch.Tensor, cache: KeyValueCache, memory: KeyValues, memory_mask: torch.Tensor,
@@ -60,11 +70,17 @@ class PostNormDecoderLayer(nn.Module):
         sources' keys/values ``[B, h, S, dh]`` and ``memory_mask [B, 1, 1, S]``, not repeated per
         beam: the beams of a source are its ``beam_size`` queries in one cross-attention. Returns
         ``y [N, 1, d]``: the numbers of :meth:`forward` at t."""
-        keys, values = cache.append(*self.self_attention.key_values(y))
-        y = self.norm1(y, self.self_attention.attend(y, keys, values))
+        h = self.norm1.norm(y) if self.pre_norm else y
+        keys, values = cache.append(*self.self_attention.key_values(h))
+        y = self._add(self.norm1, y, self.self_attention.attend(h, keys, values))
         by_source = self._cross_and_ffn(y.view(-1, beam_size, y.shape[-1]), memory, memory_mask)
         return by_source.view(y.shape)
 
+    def _add(self, norm: AddNorm, y: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        return norm.residual(y, out) if self.pre_norm else norm(y, out)
+
     def _cross_and_ffn(self, y: torch.Tensor, memory: KeyValues, memory_mask: torch.Tensor) -> torch.Tensor:
-        y = self.norm2(y, self.cross_attention.attend(y, memory[0], memory[1], memory_mask))
-        return self.norm3(y, self.ffn(y))
+        h = self.norm2.norm(y) if self.pre_norm else y
+        y = self._add(self.norm2, y, self.cross_attention.attend(h, memory[0], memory[1], memory_mask))
+        h = self.norm3.norm(y) if self.pre_norm else y
+        return self._add(self.norm3, y, self.ffn(h))

@@ -150,3 +150,40 @@ def test_big_reads_the_lattice_of_the_source(data_dir, tmp_path):
     instances = archive.read(train)
     assert all(x["lattice"] is not None for x in instances)
     assert archive.model.tensorize(instances)["lattice"].mask.shape[1] > max(len(x["chars"]) for x in instances)
+
+
+def test_instance_lengths_are_the_padded_widths_of_a_pair_alone(overfit, tmp_path):
+    """The per-field lengths a token budget counts: the widths ``tensorize`` gives one pair (its
+    characters, cut to max_source_length under truncate; BOS + subwords, subwords + EOS)."""
+    model = overfit.archive.model
+    instances = overfit.archive.read(overfit.spec["train_data_path"])[:8]
+    for x in instances:
+        batch = model.tensorize([x])
+        assert model.instance_lengths(x) == (batch["chars"].shape[1], batch["target_input"].shape[1])
+        assert batch["target_output"].shape[1] == batch["target_input"].shape[1]
+    assert model.instance_lengths(model.text_to_instance({"text": "你好。"})) == (3, 0)
+    model.truncate = True
+    try:
+        long = model.text_to_instance({"text": "我" * 25, "references": ["I."]})
+        assert model.instance_lengths(long)[0] == 20 == model.tensorize([long])["chars"].shape[1]
+    finally:
+        model.truncate = False
+
+
+def test_max_tokens_batches_of_a_translator_count_source_and_target_with_padding(overfit):
+    """``data_loader.max_tokens`` on a translator: every training batch of n pairs pads to at most
+    the budget on both sides together (n * (longest source + longest target)), and one epoch holds
+    every pair exactly once."""
+    from multigrain.platform.batching import DataLoaderConfig
+    from multigrain.platform.experiment import batches_for
+
+    model = overfit.archive.model
+    instances = overfit.archive.read(overfit.spec["train_data_path"])
+    batches = batches_for(model, instances, DataLoaderConfig(batch_size=50, max_tokens=120), seed=3, train=True)
+    seen = []
+    for indices in batches.batches(0):
+        batch = model.tensorize([instances[i] for i in indices])
+        seen += list(indices)
+        assert len(indices) * (batch["chars"].shape[1] + batch["target_input"].shape[1]) <= 120
+    assert sorted(seen) == list(range(len(instances)))
+    assert batches.num_batches(0) > len(instances) // 50  # the budget, not batch_size, cut them
