@@ -146,3 +146,34 @@ def load_runtime_env(path: Optional[str], working_dir: Optional[str] = None) -> 
             raise ConfigurationError(f"runtime env working_dir {wd}: not a directory")
         env["working_dir"] = str(wd.resolve())
     return env or None
+
+
+def monitored_rounds(pending: dict, monitor, poll: float):
+    """Wait on ``pending`` (task ref -> item, emptied as tasks end) in rounds of at most ``poll``
+    seconds; each round yields ``(ended, snapshot)``: the items that ended, as ``(item, result,
+    error)`` (``error``: the failed task's ``error_text``, else None), and the monitor's snapshot.
+    Ctrl-C cancels the tasks left; the monitor is killed at the end."""
+    import ray
+    from ray.exceptions import RayError
+
+    try:
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=len(pending), timeout=poll)
+            ended = []
+            for ref in done:
+                item = pending.pop(ref)
+                try:
+                    ended.append((item, ray.get(ref), None))
+                except RayError as e:
+                    ended.append((item, None, error_text(e)))
+            try:
+                snapshot = ray.get(monitor.snapshot.remote(), timeout=10)
+            except RayError:
+                snapshot = {}
+            yield ended, snapshot
+    except KeyboardInterrupt:
+        for ref in pending:
+            ray.cancel(ref, force=True)
+        raise
+    finally:
+        ray.kill(monitor)

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
-from multigrain.platform.ray.cluster import cluster_resources, error_text
+from multigrain.platform.ray.cluster import cluster_resources, monitored_rounds
 from multigrain.platform.suite import SuiteRun
 
 #: seconds between progress lines when nothing changes (CI needs a line at least every 30 s)
@@ -90,7 +90,6 @@ def run_suite(runs: list[SuiteRun], max_retries: int = 2, uri: Optional[str] = N
     """Train (or resume) every run not in ``outcome`` (``reuse_finished``'s) as a Ray task; returns
     ``outcome`` with every run: index -> {"state", "result" or "error", "run_id"}."""
     import ray
-    from ray.exceptions import RayError
 
     from multigrain.platform import tracking as mlflow_tracking
     from multigrain.platform.plugins import travelling
@@ -113,35 +112,20 @@ def run_suite(runs: list[SuiteRun], max_retries: int = 2, uri: Optional[str] = N
         states[r.index] = "queued"
     progress = Progress(runs, print_line)
     progress.update(states, force=True)
-    try:
-        while pending:
-            done, _ = ray.wait(list(pending), num_returns=len(pending), timeout=poll)
-            for ref in done:
-                r = pending.pop(ref)
-                try:
-                    result = ray.get(ref)
-                except RayError as e:
-                    states[r.index], outcome[r.index] = "failed", {"state": "failed", "error": error_text(e)}
-                    print_line(f"failed: {r.label}: {error_text(e)}")
-                    continue
-                states[r.index] = "finished"
-                outcome[r.index] = {"state": "finished", "result": result}
-                if tracking:
-                    outcome[r.index]["run_id"] = _log(r, result, logged, uri, mlflow_tracking, print_line)
-            try:
-                snapshot = ray.get(monitor.snapshot.remote(), timeout=10)
-            except RayError:
-                snapshot = {}
-            for index in snapshot:
-                if states.get(index) == "queued":
-                    states[index] = "running"
-            progress.update(states)
-    except KeyboardInterrupt:
-        for ref in pending:
-            ray.cancel(ref, force=True)
-        raise
-    finally:
-        ray.kill(monitor)
+    for ended, snapshot in monitored_rounds(pending, monitor, poll):
+        for r, result, error in ended:
+            if error is not None:
+                states[r.index], outcome[r.index] = "failed", {"state": "failed", "error": error}
+                print_line(f"failed: {r.label}: {error}")
+                continue
+            states[r.index] = "finished"
+            outcome[r.index] = {"state": "finished", "result": result}
+            if tracking:
+                outcome[r.index]["run_id"] = _log(r, result, logged, uri, mlflow_tracking, print_line)
+        for index in snapshot:
+            if states.get(index) == "queued":
+                states[index] = "running"
+        progress.update(states)
     progress.update(states, force=True)
     return outcome
 

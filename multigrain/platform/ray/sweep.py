@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from multigrain.platform.errors import ConfigurationError, MultigrainError, Problem, SpecError
-from multigrain.platform.ray.cluster import RemoteError, cluster_resources, error_text
+from multigrain.platform.ray.cluster import RemoteError, cluster_resources, monitored_rounds
 
 RESOURCE_KEYS = ("num_cpus", "num_gpus", "memory", "resources", "accelerator_type")
 
@@ -342,7 +342,6 @@ def run_sweep(trials: list[Trial], options: dict, max_retries: int = 2, uri: Opt
     trials import the plugins the user included here (``include_packages``: their names; see
     ``plugins.travelling``)."""
     import ray
-    from ray.exceptions import RayError
 
     from multigrain.platform import tracking
     from multigrain.platform.plugins import travelling
@@ -361,40 +360,26 @@ def run_sweep(trials: list[Trial], options: dict, max_retries: int = 2, uri: Opt
             pending[task.remote(t.spec, t.run_dir, t.index, monitor, cwd, hide_gpus, included)] = t
             t.state = "QUEUED"
     by_index = {t.index: t for t in trials}
-    try:
-        while pending:
-            done, _ = ray.wait(list(pending), num_returns=len(pending), timeout=poll)
-            for ref in done:
-                t = pending.pop(ref)
-                try:
-                    t.result = ray.get(ref)
-                except RayError as e:
-                    t.state, t.error = "FAILED", error_text(e)
-                    continue
-                t.state = "FINISHED" if t.result.get("finished") else "STOPPED"
-                try:
-                    t.run_id = tracking.replay(t.result, t.spec, uri)
-                except Exception as e:  # the run directory still holds the result
-                    t.error = f"trained, but logging to MLflow failed: {e}"
+    for ended, snapshot in monitored_rounds(pending, monitor, poll):
+        for t, result, error in ended:
+            if error is not None:
+                t.state, t.error = "FAILED", error
+                continue
+            t.result = result
+            t.state = "FINISHED" if t.result.get("finished") else "STOPPED"
             try:
-                snapshot = ray.get(monitor.snapshot.remote(), timeout=10)
-            except RayError:
-                snapshot = {}
-            for index, rec in snapshot.items():
-                t = by_index[index]
-                t.attempts, t.pid, t.epoch = rec["attempts"], rec.get("pid"), rec.get("epoch", 0)
-                t.metric = rec.get("metric")
-                if t.state == "QUEUED":
-                    t.state = "RUNNING"
-                if t.state == "RUNNING" and t.attempts > 1:
-                    t.state = "RETRYING"
-            if on_update:
-                on_update(trials)
-    except KeyboardInterrupt:
-        for ref in pending:
-            ray.cancel(ref, force=True)
-        raise
-    finally:
-        ray.kill(monitor)
+                t.run_id = tracking.replay(t.result, t.spec, uri)
+            except Exception as e:  # the run directory still holds the result
+                t.error = f"trained, but logging to MLflow failed: {e}"
+        for index, rec in snapshot.items():
+            t = by_index[index]
+            t.attempts, t.pid, t.epoch = rec["attempts"], rec.get("pid"), rec.get("epoch", 0)
+            t.metric = rec.get("metric")
+            if t.state == "QUEUED":
+                t.state = "RUNNING"
+            if t.state == "RUNNING" and t.attempts > 1:
+                t.state = "RETRYING"
+        if on_update:
+            on_update(trials)
     return trials
 
