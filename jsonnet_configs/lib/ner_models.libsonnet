@@ -85,6 +85,28 @@ local ner = import 'ner.libsonnet';
     head: { type: 'crf' },
   },
 
+  // Pretrained characters (the papers' [BERT] settings) on m3e-small, a 4-layer, 512-d Chinese
+  // RoBERTa (the papers' BERT is 12 layers of 768), from the optional extra multigrain[m3e].
+  // One id per character between [CLS] and [SEP] (special_tokens); sentences over 510 characters
+  // are read in overlapping windows (models/tagger.py). pieces: 'wordpiece' would read the
+  // tokenizer's own pieces instead (embedders/piece_alignment.py).
+  m3e:: { type: 'hf_transformer', model_path: 'package:embedding/m3e-small', special_tokens: true },
+  // BERT-Tagger: the backbone + CRF (tagger_m3e) or + softmax (softmax_m3e)
+  tagger_m3e(dataset):: { type: 'tagger', embedder: $.m3e, head: { type: 'crf' } },
+  // (constrained: the most probable path of softmax scores that keeps the tag scheme's transitions)
+  softmax_m3e(dataset):: { type: 'tagger', embedder: $.m3e,
+                           head: { type: 'softmax_tagger', dropout: 0.1, constrained: true } },
+  // PLTE[BERT] (PLTE paper §5.2: "replace character embeddings with the pre-trained BERT
+  // representations, and use softmax layer to make sequence tagging"): the backbone's character
+  // states (dropout 0.1, BERT's) projected to PLTE's 128 and the lexicon words' own embeddings as
+  // lattice tokens; PLTE's encoder as above; a softmax head.
+  plte_m3e(dataset):: $.plte(dataset) + {
+    embedder: { type: 'backbone_lattice', backbone: $.m3e, output_dim: 128, word_dim: 50, dropout: 0.1 },
+    head: { type: 'softmax_tagger', dropout: 0.1, constrained: true },
+  },
+  // BiG-Transformer (BERT) (BiG paper Table IV): the bipartite layers over the backbone's states.
+  big_m3e(dataset):: $.big(dataset) + { embedder: $.m3e, encoder+: { hidden_size: 256 } },
+
   // PLTE trained as the paper says (SGD), see trainers.plte_sgd
   plte_sgd(dataset):: $.plte(dataset),
 
@@ -121,9 +143,28 @@ local ner = import 'ner.libsonnet';
     // Lattice LSTM: SGD lr 0.015 at batch size 1 (per-sentence loss); our loss is the batch mean,
     // so with batches of 8 the rate is scaled linearly to 0.12 (benchmarks/RESULTS.md, "Trainer choices")
     lattice_lstm(d):: $.sgd(0.12, $.epochs_of(d)),
+    // BERT fine-tuning (the defaults of every m3e spec): AdamW, the backbone at 1e-4 (UER's rate
+    // for this size) and the new layers (CRF, PLTE, BiG) at 1e-3, linear warm-up over 10% of the
+    // steps then linear decay to 0, gradients clipped at 1.
+    tagger_m3e(d):: $.finetune($.m3e_epochs_of(d)),
+    softmax_m3e(d):: $.finetune($.m3e_epochs_of(d)),
+    plte_m3e(d):: $.finetune($.m3e_epochs_of(d)),
+    big_m3e(d):: $.finetune($.m3e_epochs_of(d)),
   },
-  batch_size:: { bilstm_crf: 32, transformer: 32, star: 32, big: 16, bilstm_big: 16, plte: 16, plte_sgd: 16, lattice_lstm: 8 },
-  lattice_models:: ['lattice_lstm', 'plte', 'plte_sgd', 'big', 'bilstm_big'],
+  m3e_epochs:: { resume: 3, weibo: 5, msra: 2 },
+  m3e_epochs_of(dataset):: if std.isString(dataset) then $.m3e_epochs[dataset] else 3,
+  backbone_regex:: '^embedder\\.(backbone\\.)?model\\.',
+  finetune(epochs, lr=1e-3, backbone_lr=1e-4):: {
+    num_epochs: epochs,
+    optimizer: { type: 'adamw', lr: lr, weight_decay: 0.01,
+                 parameter_groups: [[[$.backbone_regex], { lr: backbone_lr }]] },
+    scheduler: { type: 'linear_warmup', warmup_fraction: 0.1 },
+    grad_clipping: 1.0,
+    patience: 3,
+    validation_metric: '+f1',
+  },
+  batch_size:: { tagger_m3e: 16, softmax_m3e: 16, plte_m3e: 16, big_m3e: 16, bilstm_crf: 32, transformer: 32, star: 32, big: 16, bilstm_big: 16, plte: 16, plte_sgd: 16, lattice_lstm: 8 },
+  lattice_models:: ['lattice_lstm', 'plte', 'plte_sgd', 'big', 'bilstm_big', 'plte_m3e', 'big_m3e'],
 
   // Pretrained vectors: `<model>_vec` is `<model>` whose embeddings start from the char, bigram
   // and word vectors in the directory given by the ext var `vectors` (chars.vec, bigrams.vec,

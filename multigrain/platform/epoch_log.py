@@ -6,7 +6,8 @@
 
 The dev metrics start with the trainer's validation metric; the numbers are those of the epoch's
 record in ``metrics.json``'s history (4 decimals). The remaining time is the mean epoch time so
-far times the epochs left to ``num_epochs`` (patience may end the run sooner).
+far times the epochs left to ``num_epochs`` (patience may end the run sooner). A model may end
+the line with a hint about the epoch's record: its method ``epoch_hint(record) -> str | None``.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def duration(seconds: float) -> str:
 
 
 def epoch_line(record: dict, num_epochs: int, metric_name: str, best: Optional[float], best_epoch: Optional[int],
-               elapsed: float) -> str:
+               elapsed: float, hint: Optional[str] = None) -> str:
     """The summary line of the epoch ``record`` (``{"epoch", "train_loss", "validation_<m>", ...}``)
     of a run of ``num_epochs``; ``best``/``best_epoch`` so far, ``elapsed`` training seconds of
     the whole run (every epoch up to this one, resumed ones included)."""
@@ -44,12 +45,15 @@ def epoch_line(record: dict, num_epochs: int, metric_name: str, best: Optional[f
     mean = elapsed / max(1, epoch)
     parts.append(f"elapsed {duration(elapsed)}")
     parts.append(f"remaining ~{duration(mean * max(0, num_epochs - epoch))}")
+    if hint:
+        parts.append(hint)
     return " | ".join(parts)
 
 
 def print_epoch_line(trainer, record: dict, file: Optional[TextIO] = None) -> None:
     """Print ``epoch_line`` for the epoch a ``training.Trainer`` just finished."""
     config = trainer.config
+    hint_of = getattr(getattr(trainer, "model", None), "epoch_hint", None)
     line = epoch_line(record, config.num_epochs, config.metric_name, trainer.best, trainer.best_epoch,
-                      trainer.seconds)
+                      trainer.seconds, hint_of(record) if callable(hint_of) else None)
     print(line, file=file or sys.stderr, flush=True)

@@ -3,9 +3,14 @@
 Fields ``chars`` and ``tags`` (the NER readers) and optionally ``lattice``; the batch has
 ``chars``, ``bigrams`` and ``mask [B, n]``, ``tags`` when every instance has them, and the
 ``LatticeBatch`` of the lattices (``models/base.py``). A sentence longer than ``max_length``
-characters (default: the encoder's ``max_characters``, when it has learned positions) is
-encoded in pieces, one row each (``models/pieces.py``); the batch then also has ``pieces``
-(each row's sentence and first character, the sentences' ``mask``).
+characters (default: the fewest ``max_characters`` of the embedder and the encoder, when they
+have learned positions: ``hf_transformer``, ``char_bert``, ``lattice_bert``) is read in
+overlapping windows, one row each, and each character's state is taken from the window where it
+is most central (``embedders/windows.py``, ``window_overlap`` characters shared by neighbouring
+windows, default a quarter of the window) before the head decodes whole sentences; the batch then
+also has ``pieces`` (each row's sentence and first character, the sentences' ``mask``) and its
+``tags`` are the whole sentences'. An embedder with ``piece_batch`` (``hf_transformer`` with
+``pieces: wordpiece``) adds its word-piece tensors to the batch.
 
 A prediction is ``{"text", "tags", "entities": [{"label", "start", "end", "text"}]}`` with
 character offsets, ``end`` exclusive (``text[start:end]``): the ``jsonl_spans`` reader reads a
@@ -19,9 +24,9 @@ from typing import Any, Optional
 
 import torch
 
+from multigrain.components.embedders.windows import join_central, split_windows
 from multigrain.components.metrics.span_f1 import SpanF1
 from multigrain.components.models.base import CharLatticeModel, count_lattice_words, length_mask
-from multigrain.components.models.pieces import join, split_long
 from multigrain.components.tag_schemes import detect_scheme, extract_spans
 from multigrain.components.text import bigrams_of
 from multigrain.platform.batching import pad_ids
@@ -36,15 +41,23 @@ class Tagger(CharLatticeModel):
     task = "ner"
     leaderboard_metric = "f1"
 
-    def __init__(self, vocab: Vocabulary, embedder: TokenEmbedder, encoder: Lazy[Encoder], head: Lazy[Head],
-                 scheme: Optional[str] = None, max_length: Optional[int] = None):
+    def __init__(self, vocab: Vocabulary, embedder: TokenEmbedder, head: Lazy[Head],
+                 encoder: Optional[Lazy[Encoder]] = None,
+                 scheme: Optional[str] = None, max_length: Optional[int] = None,
+                 window_overlap: Optional[int] = None):
         super().__init__(vocab, embedder, encoder)
-        limit = getattr(self.encoder, "max_characters", None)
+        limits = [x for x in (getattr(embedder, "max_characters", None), getattr(self.encoder, "max_characters", None))
+                  if x is not None]
+        limit = min(limits) if limits else None
         if max_length is not None and max_length < 1:
             raise ValueError(f"max_length must be positive, got {max_length}")
         if max_length is not None and limit is not None and max_length > limit:
             raise ValueError(f"max_length {max_length} is more than the encoder's {limit} positions")
         self.max_length = max_length if max_length is not None else limit
+        too_long = self.max_length is not None and window_overlap is not None and window_overlap >= self.max_length
+        if window_overlap is not None and (window_overlap < 0 or too_long):
+            raise ValueError(f"window_overlap must be in [0, max_length {self.max_length}), got {window_overlap}")
+        self.window_overlap = window_overlap
         self.labels = vocab.tokens("tags")
         self.scheme = scheme or detect_scheme(self.labels)
         self.head = head.construct(input_dim=self.output_dim, labels=self.labels,
@@ -64,15 +77,18 @@ class Tagger(CharLatticeModel):
             count_lattice_words(lattice, counters)
 
     def tensorize(self, instances: list[Instance]) -> dict[str, Any]:
-        rows, layout = split_long(instances, self.max_length)
+        rows, layout = split_windows(instances, self.max_length, self.window_overlap)
         v = self.vocab
         batch: dict[str, Any] = {
             "chars": pad_ids([self.char_ids(x["chars"]) for x in rows]),
             "bigrams": pad_ids([v.indices("bigrams", bigrams_of(x["chars"])) for x in rows]),
             "mask": length_mask([len(x["chars"]) for x in rows]),
         }
-        if all("tags" in x for x in rows):
-            batch["tags"] = pad_ids([v.indices("tags", x["tags"]) for x in rows])
+        pieces = getattr(self.embedder, "piece_batch", None)
+        if pieces is not None:
+            batch.update(pieces([x["chars"] for x in rows]))
+        if all("tags" in x for x in instances):
+            batch["tags"] = pad_ids([v.indices("tags", x["tags"]) for x in instances])
         lattice = self.collate_lattices([x.get("lattice") for x in rows])
         if lattice is not None:
             batch["lattice"] = lattice
@@ -111,15 +127,15 @@ class Tagger(CharLatticeModel):
     def forward(self, chars: torch.Tensor, mask: torch.Tensor, tags: Optional[torch.Tensor] = None,
                 pieces: Optional[dict] = None, **batch) -> dict[str, torch.Tensor]:
         """chars, bigrams [B, n]; mask [B, n] bool; tags [B, n]; optional lattice (LatticeBatch);
-        ``pieces`` when the rows are pieces of longer sentences: the returned ``predictions`` are
-        then the sentences' ``[B', N]``."""
+        ``pieces`` when the rows are windows of longer sentences: the rows' states are joined into
+        the sentences' ``[B', N, d]`` (``tags`` are the sentences' ``[B', N]``) before the head."""
         embedded, states = self.embed_and_encode(chars, mask, batch)
-        out = self.head(states, mask, tags=tags, inputs=embedded[:, : chars.shape[1]])
+        inputs = embedded[:, : chars.shape[1]]
         if pieces is not None:
-            out["predictions"] = join(out["predictions"], mask, pieces["instance"], pieces["start"], pieces["mask"])
-            if tags is not None:
-                tags = join(tags, mask, pieces["instance"], pieces["start"], pieces["mask"])
+            where = (mask, pieces["instance"], pieces["start"], pieces["mask"])
+            states, inputs = join_central(states, *where), join_central(inputs, *where)
             mask = pieces["mask"]
+        out = self.head(states, mask, tags=tags, inputs=inputs)
         if tags is not None and not self.training:
             self.metric(self.decode_tags(out["predictions"], mask), self.decode_tags(tags, mask))
         return out

@@ -1,13 +1,15 @@
 """Sentences longer than a BERT encoder's positions are tagged in pieces (``models/pieces.py``):
 the cut rule equals the pre-training corpus' old one, a lattice piece keeps exactly the words
 inside it, and a char_bert / lattice_bert tagger with 12 positions trains, evaluates and predicts
-sentences of up to 40 characters, its predictions equal to tagging each piece alone."""
+sentences of up to 40 characters in overlapping windows (``embedders/windows.py``), each
+character's state that of the window, encoded alone, where the character is most central."""
 import random
 
 import numpy as np
 import pytest
 import torch
 
+from multigrain.components.embedders.windows import split_windows, window_bounds
 from multigrain.components.lattice.types import Lattice
 from multigrain.components.models.pieces import split_long
 from multigrain.components.text import SENTENCE_END, piece_bounds
@@ -88,12 +90,22 @@ def test_a_bert_tagger_with_12_positions_tags_40_character_sentences_in_pieces(e
     assert model.max_length == 12
     instances = case.archive.read(spec["train_data_path"])
     longest = max(instances, key=lambda x: len(x["chars"]))
+    n = len(longest["chars"])
+    windows = window_bounds(n, 12, 3)  # the default overlap: a quarter of the window
+    assert len(windows) >= 3
     with torch.no_grad():
         whole = model(**model.tensorize([longest]))["predictions"][0]
-        pieces, layout = split_long([longest], 12)
-        one_by_one = [model(**model.tensorize([piece]))["predictions"][0] for piece in pieces]
-    assert len(pieces) >= 3
-    assert whole.tolist() == torch.cat(one_by_one).tolist()
+        alone = [model.embed_and_encode(**{k: v for k, v in model.tensorize([w]).items() if k in ("chars", "mask")},
+                                        batch={"lattice": model.tensorize([w]).get("lattice")})[1][0]
+                 for w in split_windows([longest], 12)[0]]
+
+        def centrality(i, a):
+            return min(i - a if a > 0 else n, a + 11 - i if a + 12 < n else n)
+        states = torch.stack([alone[k][i - windows[k][0]] for i in range(n)
+                              for k in [max((k for k, (a, e) in enumerate(windows) if a <= i < e),
+                                            key=lambda k: (centrality(i, windows[k][0]), -k))]])
+        expected = model.head(states[None], torch.ones(1, n, dtype=torch.bool))["predictions"][0]
+    assert whole.tolist() == expected.tolist()
 
 
 @pytest.mark.parametrize("max_length,message", [(13, "max_length 13 is more than the encoder's 12 positions"),

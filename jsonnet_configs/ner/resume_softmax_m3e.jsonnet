@@ -1,0 +1,6 @@
+// Resume NER. m3e-Tagger with a softmax head (the BERT-Tagger as PLTE's paper runs it).
+// m3e-small is 4 layers of 512 (the papers' BERT: 12 of 768). Needs pip install 'multigrain[m3e]'.
+// Settings and their sources: ../lib/ner_models.libsonnet. MLflow experiment: ner/resume.
+local models = import '../lib/ner_models.libsonnet';
+
+models.spec('resume', 'softmax_m3e')
