@@ -96,28 +96,46 @@ def test_an_embedding_tagger_in_windows_equals_it_unwindowed():
     torch.testing.assert_close(a["loss"], b["loss"])
 
 
-@pytest.fixture(scope="module")
-def m3e_vocab():
-    pytest.importorskip("transformers")
-    from multigrain.components.embedders.hf_transformer import resolve_model_path
-    from multigrain.platform.errors import ConfigurationError
+TEXT = "我在北京大学读书，今年二十岁。他住在上海市浦东新区，喜欢看书和跑步。他在北京工作。"
 
-    try:
-        resolve_model_path("package:embedding/m3e-small")
-    except ConfigurationError as e:
-        pytest.skip(str(e))
-    return Vocabulary({"chars": ["@@PADDING@@", "@@UNKNOWN@@"], "bigrams": ["@@PADDING@@", "@@UNKNOWN@@"],
-                       "tags": ["O", "B-X", "E-X", "S-X"]})
+
+@pytest.fixture(scope="module", params=["m3e-small", "a tiny local BERT"])
+def backbone(request, tmp_path_factory):
+    """(vocabulary, embedder spec, positions): m3e-small when the ``m3e`` extra is installed, and
+    always a 2-layer BERT of 64 positions saved to a folder (CI has no m3e)."""
+    pytest.importorskip("transformers")
+    vocab = Vocabulary({"chars": ["@@PADDING@@", "@@UNKNOWN@@"], "bigrams": ["@@PADDING@@", "@@UNKNOWN@@"],
+                        "tags": ["O", "B-X", "E-X", "S-X"]})
+    if request.param == "m3e-small":
+        from multigrain.components.embedders.hf_transformer import resolve_model_path
+        from multigrain.platform.errors import ConfigurationError
+
+        try:
+            resolve_model_path("package:embedding/m3e-small")
+        except ConfigurationError as e:
+            pytest.skip(str(e))
+        return vocab, M3E, 512
+    from transformers import BertConfig, BertModel
+
+    folder = tmp_path_factory.mktemp("tiny_bert")
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(set(TEXT))
+    (folder / "vocab.txt").write_text("\n".join(tokens) + "\n", encoding="utf-8")
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(tokens), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=64, hidden_dropout_prob=0.0,
+                         attention_probs_dropout_prob=0.0)).save_pretrained(folder)
+    return vocab, {"type": "hf_transformer", "model_path": str(folder), "special_tokens": True}, 64
 
 
 M3E = {"type": "hf_transformer", "model_path": "package:embedding/m3e-small", "special_tokens": True}
 
 
-def test_m3e_windows_leave_a_fitting_sentence_as_it_is_and_give_a_long_one_a_state_per_character(m3e_vocab):
+def test_backbone_windows_leave_a_fitting_sentence_as_it_is_and_give_a_long_one_a_state_per_character(backbone):
+    vocab, spec, _ = backbone
     torch.manual_seed(0)
-    model = tagger(m3e_vocab, M3E, 12, head="crf", window_overlap=4).eval()
+    model = tagger(vocab, spec, 12, head="crf", window_overlap=4).eval()
     assert model.max_length == 12
-    text = "我在北京大学读书，今年二十岁。他住在上海市浦东新区，喜欢看书和跑步。"
+    text = TEXT[:34]
     short = Instance({"chars": list(text[:10]), "tags": ["O"] * 10})
     long = Instance({"chars": list(text), "tags": ["O"] * len(text)})
     seen = {}
@@ -151,13 +169,20 @@ def test_m3e_windows_leave_a_fitting_sentence_as_it_is_and_give_a_long_one_a_sta
         torch.testing.assert_close(states[1, i], ref, atol=1e-5, rtol=1e-4)
 
 
-def test_m3e_with_its_512_positions_reads_a_1474_character_sentence(m3e_vocab):
-    model = tagger(m3e_vocab, M3E, None, head="crf").eval()
-    assert model.max_length == 510
-    n = 1474
+def test_a_sentence_of_nearly_three_times_the_backbones_positions_gets_a_state_per_character(backbone):
+    """m3e-small's 512 positions and MSRA's longest sentence (1,474 characters); the tiny BERT's 64
+    positions and a sentence of 184."""
+    vocab, spec, positions = backbone
+    model = tagger(vocab, spec, None, head="crf").eval()
+    size = positions - 2  # [CLS] and [SEP]
+    assert model.max_length == size
+    n = 1474 if positions == 512 else 184
     chars = list(("他在北京工作。" * 300)[:n])
     with torch.no_grad():
         out = model(**model.tensorize([Instance({"chars": chars, "tags": ["O"] * n})]))
     assert out["predictions"].shape == (1, n) and torch.isfinite(out["loss"])
-    rows, layout = split_windows([Instance({"chars": chars})], 510)
-    assert [len(r["chars"]) for r in rows] == [510] * 4 and [a for _, a in layout] == [0, 383, 766, 964]
+    rows, layout = split_windows([Instance({"chars": chars})], size)
+    starts = [a for _, a in layout]
+    assert [len(r["chars"]) for r in rows] == [size] * 4 and starts[0] == 0 and starts[-1] + size == n
+    if positions == 512:
+        assert starts == [0, 383, 766, 964]
