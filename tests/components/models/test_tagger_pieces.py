@@ -1,4 +1,4 @@
-"""Sentences longer than a BERT encoder's positions are tagged in pieces (``models/pieces.py``):
+"""Sentences longer than a BERT encoder's positions are tagged in windows:
 the cut rule equals the pre-training corpus' old one, a lattice piece keeps exactly the words
 inside it, and a char_bert / lattice_bert tagger with 12 positions trains, evaluates and predicts
 sentences of up to 40 characters in overlapping windows (``embedders/windows.py``), each
@@ -11,7 +11,7 @@ import torch
 
 from multigrain.components.embedders.windows import split_windows, window_bounds
 from multigrain.components.lattice.types import Lattice
-from multigrain.components.models.pieces import split_long
+from multigrain.components.embedders.windows import split_windows, window_bounds
 from multigrain.components.text import SENTENCE_END, piece_bounds
 from multigrain.platform.data import Instance
 from multigrain.testing import ModelTestCase
@@ -62,13 +62,14 @@ def test_a_lattice_piece_keeps_exactly_the_words_inside_it():
 
 def test_short_batches_are_left_whole_and_long_ones_cut_with_their_tags():
     short = [Instance({"chars": list("甲乙丙"), "tags": ["O"] * 3})]
-    rows, layout = split_long(short, 3)
+    rows, layout = split_windows(short, 3)
     assert rows == short and layout is None
     long = short + [Instance({"chars": list("甲乙。丙丁戊"), "tags": list("ABCDEF")})]
-    rows, layout = split_long(long, 4)
-    assert [("".join(r["chars"]), "".join(r["tags"])) for r in rows] == [("甲乙丙", "OOO"), ("甲乙。", "ABC"),
-                                                                        ("丙丁戊", "DEF")]
-    assert layout == [(0, 0), (1, 0), (1, 3)]
+    rows, layout = split_windows(long, 4, overlap=2)
+    bounds = window_bounds(6, 4, 2)
+    assert [("".join(r["chars"]), "".join(r["tags"])) for r in rows] == [("甲乙丙", "OOO")] + [
+        ("甲乙。丙丁戊"[a:e], "ABCDEF"[a:e]) for a, e in bounds]
+    assert layout == [(0, 0)] + [(1, a) for a, _ in bounds] and bounds[0][0] == 0 and bounds[-1][1] == 6
 
 
 def bert_tagger(encoder: str, words: bool) -> dict:
