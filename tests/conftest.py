@@ -135,3 +135,21 @@ def train_runs(folder, uri, variants, epochs=2):
         path.write_text(json.dumps(spec))
         results.append(Run(spec, folder / f"run-{name}-{seed}-{lr}", str(path)).train(logger=RunLogger(uri)))
     return results
+
+
+def tiny_bert(folder: Path, characters, hidden: int = 32, positions: int = 64) -> str:
+    """A randomly initialised 2-layer BERT (seed 0) with a ``vocab.txt`` of the special tokens and
+    ``characters``, saved to ``folder``: a local ``hf_transformer`` backbone for tests (CI has no
+    pretrained one). Returns the folder's path."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(set(characters))
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "vocab.txt").write_text("\n".join(tokens) + "\n", encoding="utf-8")
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(tokens), hidden_size=hidden, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=2 * hidden, max_position_embeddings=positions, hidden_dropout_prob=0.0,
+                         attention_probs_dropout_prob=0.0, type_vocab_size=2)).save_pretrained(folder)
+    return str(folder)
+

@@ -115,15 +115,9 @@ def backbone(request, tmp_path_factory):
         except ConfigurationError as e:
             pytest.skip(str(e))
         return vocab, M3E, 512
-    from transformers import BertConfig, BertModel
+    from tests.conftest import tiny_bert
 
-    folder = tmp_path_factory.mktemp("tiny_bert")
-    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + sorted(set(TEXT))
-    (folder / "vocab.txt").write_text("\n".join(tokens) + "\n", encoding="utf-8")
-    torch.manual_seed(0)
-    BertModel(BertConfig(vocab_size=len(tokens), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                         intermediate_size=64, max_position_embeddings=64, hidden_dropout_prob=0.0,
-                         attention_probs_dropout_prob=0.0)).save_pretrained(folder)
+    folder = tiny_bert(tmp_path_factory.mktemp("tiny_bert"), TEXT)
     return vocab, {"type": "hf_transformer", "model_path": str(folder), "special_tokens": True}, 64
 
 

@@ -66,18 +66,10 @@ def test_the_pair_spec_over_a_tiny_local_bert_fits_32_pairs(bq_32, tmp_path, mon
     folder (CI has no m3e), its rate raised to the new layers' (nothing pretrained to keep): the
     pair input (segment ids, [SEP], the pooled state) fits 32 pairs to 100%."""
     pytest.importorskip("transformers")
-    import torch
-    from transformers import BertConfig, BertModel
+    from tests.conftest import tiny_bert
 
-    chars = sorted({c for line in open(bq_32, encoding="utf-8") for c in line.split("_!_")[0] + line.split("_!_")[1]})
-    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + chars
-    folder = tmp_path / "bert"
-    folder.mkdir()
-    (folder / "vocab.txt").write_text("\n".join(tokens) + "\n", encoding="utf-8")
-    torch.manual_seed(0)
-    BertModel(BertConfig(vocab_size=len(tokens), hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
-                         intermediate_size=128, max_position_embeddings=128, hidden_dropout_prob=0.0,
-                         attention_probs_dropout_prob=0.0, type_vocab_size=2)).save_pretrained(folder)
+    chars = {c for line in open(bq_32, encoding="utf-8") for c in "".join(line.split("_!_")[:2])}
+    folder = tiny_bert(tmp_path / "bert", chars, hidden=64, positions=128)
     monkeypatch.chdir(ROOT)
     spec = load_spec("jsonnet_configs/pair/bq_m3e_backbone.jsonnet")
     spec["model"]["embedder"]["model_path"] = str(folder)

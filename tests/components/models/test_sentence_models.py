@@ -143,17 +143,10 @@ def test_pair_classifier_model_test_case(tmp_path, bq_files, cache_dir, layer):
 
 
 def test_classifier_on_a_local_hf_transformer(tmp_path, senti_file):
-    from transformers import BertConfig, BertModel
+    from tests.conftest import tiny_bert
 
-    chars = sorted({c for line in open(senti_file, encoding="utf-8") for c in line.strip()})
-    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + chars
-    model_dir = tmp_path / "bert"
-    model_dir.mkdir()
-    (model_dir / "vocab.txt").write_text("\n".join(tokens) + "\n", encoding="utf-8")
-    torch.manual_seed(0)
-    BertModel(BertConfig(vocab_size=len(tokens), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                         intermediate_size=64, max_position_embeddings=64, hidden_dropout_prob=0.0,
-                         attention_probs_dropout_prob=0.0)).save_pretrained(model_dir)
+    chars = {c for line in open(senti_file, encoding="utf-8") for c in line.strip()}
+    model_dir = tiny_bert(tmp_path / "bert", chars)
     model = dict(sentence_model("classifier"), embedder={"type": "hf_transformer", "model_path": str(model_dir)})
     spec = tiny_spec(model, {"type": "chnsenticorp", "cache_dir": str(tmp_path / "c")}, senti_file, senti_file,
                      **TRAINING)
