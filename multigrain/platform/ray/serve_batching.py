@@ -77,16 +77,21 @@ def _no_constant(name: str):  # NaN, Infinity, -Infinity
     raise ValueError(f"{name} is not a JSON value")
 
 
+def check_declared_length(declared: str, limit: int) -> None:
+    """A request's Content-Length: 400 when it is no number, 413 when it is over ``limit`` bytes."""
+    if not declared.strip().isdigit():
+        raise RequestError(400, f"Content-Length {declared!r} is not a number of bytes")
+    if int(declared) > limit:
+        raise RequestError(413, f"the body is {int(declared)} bytes, over the limit of {limit} bytes "
+                                f"(multigrain serve --max-body-bytes)")
+
+
 async def read_body(request, limit: int) -> bytes:
     """The body, refused (413) as soon as it is known to be over ``limit`` bytes: from its
     Content-Length before reading anything, else while it streams in."""
     declared = request.headers.get("content-length")
     if declared is not None:
-        if not declared.strip().isdigit():
-            raise RequestError(400, f"Content-Length {declared!r} is not a number of bytes")
-        if int(declared) > limit:
-            raise RequestError(413, f"the body is {int(declared)} bytes, over the limit of {limit} bytes "
-                                    f"(multigrain serve --max-body-bytes)")
+        check_declared_length(declared, limit)
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)

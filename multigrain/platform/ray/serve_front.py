@@ -26,7 +26,7 @@ import socket
 import threading
 from typing import Any, Awaitable, Callable, Optional
 
-from multigrain.platform.ray.serve_batching import RETRY_AFTER_S, Limits, RequestError
+from multigrain.platform.ray.serve_batching import RETRY_AFTER_S, Limits, RequestError, check_declared_length
 
 PREFIX = "/predict/"
 
@@ -56,12 +56,7 @@ async def read_asgi_body(scope: dict, receive: Callable, limit: int) -> bytes:
     bytes: from its Content-Length before reading anything, else while it streams in."""
     for key, value in scope["headers"]:
         if key == b"content-length":
-            declared = value.decode("latin-1")
-            if not declared.strip().isdigit():
-                raise RequestError(400, f"Content-Length {declared!r} is not a number of bytes")
-            if int(declared) > limit:
-                raise RequestError(413, f"the body is {int(declared)} bytes, over the limit of {limit} bytes "
-                                        f"(multigrain serve --max-body-bytes)")
+            check_declared_length(value.decode("latin-1"), limit)
     chunks, size = [], 0
     while True:
         message = await receive()
