@@ -58,22 +58,20 @@ class SuiteRun:
     def label(self) -> str:
         return f"{self.entry} seed={self.seed}"
 
-    def state(self) -> str:
-        """``finished`` (its metrics.json is this spec's, finished), ``partial`` (a checkpoint to
-        resume), ``new``."""
+    def result(self) -> Optional[dict]:
+        """The run directory's metrics.json when it holds a finished run of this spec, else None."""
         try:
             done = json.loads((Path(self.run_dir) / "metrics.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            done = {}
-        if done.get("finished") and done.get("spec_hash") == self.spec_hash:
+            return None
+        return done if done.get("finished") and done.get("spec_hash") == self.spec_hash else None
+
+    def state(self) -> str:
+        """``finished`` (its metrics.json is this spec's, finished), ``partial`` (a checkpoint to
+        resume), ``new``."""
+        if self.result() is not None:
             return "finished"
         return "partial" if (Path(self.run_dir) / "last.pt").exists() else "new"
-
-    def result(self) -> Optional[dict]:
-        """The finished run's metrics.json, else None."""
-        if self.state() != "finished":
-            return None
-        return json.loads((Path(self.run_dir) / "metrics.json").read_text(encoding="utf-8"))
 
 
 def load_suite(path: str | Path, jsonnet_paths: Sequence[str] = (), timeout: Optional[float] = 30.0) -> dict:
@@ -214,11 +212,12 @@ def plan(suite_path: str | Path, suite: dict, runs_root: str | Path = "runs", on
 def describe_plan(runs: list[SuiteRun]) -> list[str]:
     """``--dry-run``: one line per run (state, resources, run directory)."""
     lines = []
-    for r in runs:
-        state = {"finished": "reuse (finished)", "partial": "resume", "new": "train"}[r.state()]
+    states = [r.state() for r in runs]
+    for r, state in zip(runs, states):
+        action = {"finished": "reuse (finished)", "partial": "resume", "new": "train"}[state]
         res = ", ".join(f"{k}={v / 2**30:g}GiB" if k == "memory" else f"{k}={v:g}" for k, v in r.options.items())
-        lines.append(f"{r.label:<40} {state:<17} {res:<28} {r.run_dir}  (hash {r.spec_hash[:12]})")
-    counts = {s: sum(r.state() == s for r in runs) for s in ("finished", "partial", "new")}
+        lines.append(f"{r.label:<40} {action:<17} {res:<28} {r.run_dir}  (hash {r.spec_hash[:12]})")
+    counts = {s: states.count(s) for s in ("finished", "partial", "new")}
     lines.append(f"{len(runs)} runs: {counts['new']} to train, {counts['partial']} to resume, "
                  f"{counts['finished']} to reuse")
     return lines

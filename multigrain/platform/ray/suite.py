@@ -74,11 +74,12 @@ def reuse_finished(runs: list[SuiteRun], uri: Optional[str] = None, tracking: bo
     from multigrain.platform import tracking as mlflow_tracking
     from multigrain.platform.ray.sweep import finished_runs
 
-    done = [r for r in runs if r.state() == "finished"]
+    results = {r.index: r.result() for r in runs}
+    done = [r for r in runs if results[r.index] is not None]
     logged = finished_runs(done, uri) if tracking and done else {}
     outcome = {}
     for r in done:
-        outcome[r.index] = {"state": "reused", "result": r.result()}
+        outcome[r.index] = {"state": "reused", "result": results[r.index]}
         if tracking:
             outcome[r.index]["run_id"] = _log(r, outcome[r.index]["result"], logged, uri, mlflow_tracking, print_line)
     return outcome
