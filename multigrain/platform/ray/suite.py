@@ -71,7 +71,6 @@ def reuse_finished(runs: list[SuiteRun], uri: Optional[str] = None, tracking: bo
                    print_line: Callable[[str], None] = print) -> dict[int, dict]:
     """The runs already finished in their directories, read here (no Ray) and logged to MLflow
     unless a run of their spec hash is there already: index -> {"state": "reused", "result", "run_id"}."""
-    from multigrain.platform import tracking as mlflow_tracking
     from multigrain.platform.ray.sweep import finished_runs
 
     results = {r.index: r.result() for r in runs}
@@ -81,7 +80,7 @@ def reuse_finished(runs: list[SuiteRun], uri: Optional[str] = None, tracking: bo
     for r in done:
         outcome[r.index] = {"state": "reused", "result": results[r.index]}
         if tracking:
-            outcome[r.index]["run_id"] = _log(r, outcome[r.index]["result"], logged, uri, mlflow_tracking, print_line)
+            outcome[r.index]["run_id"] = _log(r, outcome[r.index]["result"], logged, uri, print_line)
     return outcome
 
 
@@ -92,7 +91,6 @@ def run_suite(runs: list[SuiteRun], max_retries: int = 2, uri: Optional[str] = N
     ``outcome`` with every run: index -> {"state", "result" or "error", "run_id"}."""
     import ray
 
-    from multigrain.platform import tracking as mlflow_tracking
     from multigrain.platform.plugins import travelling
     from multigrain.platform.ray.sweep import SweepMonitor, finished_runs
 
@@ -122,7 +120,7 @@ def run_suite(runs: list[SuiteRun], max_retries: int = 2, uri: Optional[str] = N
             states[r.index] = "finished"
             outcome[r.index] = {"state": "finished", "result": result}
             if tracking:
-                outcome[r.index]["run_id"] = _log(r, result, logged, uri, mlflow_tracking, print_line)
+                outcome[r.index]["run_id"] = _log(r, result, logged, uri, print_line)
         for index in snapshot:
             if states.get(index) == "queued":
                 states[index] = "running"
@@ -131,9 +129,11 @@ def run_suite(runs: list[SuiteRun], max_retries: int = 2, uri: Optional[str] = N
     return outcome
 
 
-def _log(r: SuiteRun, result: dict, logged: dict, uri, mlflow_tracking, print_line) -> Optional[str]:
+def _log(r: SuiteRun, result: dict, logged: dict, uri, print_line) -> Optional[str]:
     """Log a run to MLflow once (a run that this or another suite logged before is not logged
     again), with its suite tag as the leaderboard's ``config``."""
+    from multigrain.platform import tracking as mlflow_tracking
+
     if r.spec_hash in logged:
         return logged[r.spec_hash].info.run_id
     try:  # named after its spec file (a run directory's name carries the tag)
