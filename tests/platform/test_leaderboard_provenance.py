@@ -217,7 +217,7 @@ def test_the_committed_board_has_one_row_per_seed_and_true_seed_counts():
     seen = {}
     for r in board_runs:
         if r["tags"].get("seed_group"):
-            key = (r["experiment"], r["tags"]["seed_group"], r["tags"]["seed"])
+            key = (r["experiment"], r["tags"].get("evaluated_on", ""), r["tags"]["seed_group"], r["tags"]["seed"])
             assert key not in seen, (r["id"], seen.get(key))
             seen[key] = r["id"]
     superseded = {r["id"]: r["tags"]["superseded_by"] for r in runs if r["tags"].get("superseded_by")}
