@@ -5,6 +5,10 @@
 // *_vec specs read the SGNS vectors of `python benchmarks/pretrain_vectors.py` (runs/vectors/);
 // *_m3e_* specs need the optional extra multigrain[m3e].
 local vectors = { vectors: 'runs/vectors' };
+// BQ over m3e-small at a CPU budget: the first 20,000 of the 100,000 training pairs, the spec's 2
+// epochs, the whole dev and test sets (their own readers, without the training reader's limit).
+local bq20k = ['+dataset_reader.max_instances=20000', '+validation_dataset_reader={"type": "bq_corpus"}',
+               '+test_dataset_reader={"type": "bq_corpus"}'];
 {
   description: 'the sentence table of benchmarks/RESULTS.md (ChnSentiCorp, BQ, THUCNews, CMRC 2018)',
   entries: [
@@ -66,6 +70,9 @@ local vectors = { vectors: 'runs/vectors' };
       configs: { "small-query": ["model.embedder.num_layers=2", "model.embedder.hidden_size=128", "model.encoder.pool_over=query", "trainer.num_epochs=10"] } },
     { spec: '../mrc/cmrc2018_backbone.jsonnet', seeds: [13],
       configs: { "small": ["model.embedder.num_layers=2", "model.embedder.hidden_size=128", "trainer.num_epochs=2"] } },
+    { spec: '../pair/bq_m3e_backbone.jsonnet', seeds: [13, 14, 15], configs: { "20k": bq20k } },
+    { spec: '../pair/bq_m3e_hrmf.jsonnet', seeds: [13, 14, 15], configs: { "20k": bq20k } },
+    { spec: '../pair/bq_m3e_mwa.jsonnet', seeds: [13, 14, 15], configs: { "20k": bq20k } },
     { spec: '../pair/bq_backbone.jsonnet', seeds: [13, 14, 15],
       configs: { "small": ["model.embedder.num_layers=2", "model.embedder.hidden_size=128", "trainer.num_epochs=3"] } },
     { spec: '../pair/bq_hrmf.jsonnet', seeds: [13, 14, 15],

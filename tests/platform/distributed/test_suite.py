@@ -72,6 +72,11 @@ def test_plan_expands_configurations_and_seeds_with_one_identity_each(tiny, caps
     assert runs[0].options == {"num_cpus": 1}
     only = suites.plan(tiny["suite"], suites.load_suite(tiny["suite"]), tiny["runs"], only="tiny [b]")
     assert [r.entry for r in only] == ["tiny [b]", "tiny [b]"]
+    tagged = suites.plan(tiny["suite"], suites.load_suite(tiny["suite"]), tiny["runs"], only="tiny*")
+    assert [r.entry for r in tagged] == ["tiny [a]", "tiny [a]", "tiny [b]", "tiny [b]"]
+    untagged = write_suite(tiny["dir"], [{k: v for k, v in tiny["entry"].items() if k != "configs"}, tiny["entry"]], "untagged.json")
+    plain = suites.plan(untagged, suites.load_suite(untagged), tiny["runs"], only="tiny")
+    assert [r.entry for r in plain] == ["tiny", "tiny"]
     assert cli_main(["suite", tiny["suite"], "--runs-dir", tiny["runs"], "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert out.count(" train ") == 4 and "4 runs: 4 to train, 0 to resume, 0 to reuse" in out
