@@ -4,10 +4,10 @@ BiLSTM tagger, smaller, with a softmax head) counts ``aten::_local_scalar_dense`
 
 Two things are left out of the count. The CPU kernel of fused Adam reads each parameter's step
 count with ``item()`` inside ``aten::_fused_adam_``: on the CPU that is no device sync, and the
-CUDA kernel reads the count on the device. The model is no BiLSTM-CRF: ``torchcrf.CRF.forward``
-checks its mask with ``bool(mask[:, 0].all())`` three times a step, and ``nn.LSTM`` over a packed
-sequence reads ``int(batch_sizes[0])`` twice (a CPU tensor: no device sync, but the same event);
-the BiLSTM encoder's sync on a GPU is ``lengths.cpu()`` for packing (components, not the trainer)."""
+CUDA kernel reads the count on the device. The model is no BiLSTM: ``nn.LSTM`` over a packed
+sequence reads ``int(batch_sizes[0])`` twice (a CPU tensor: no device sync, but the same event),
+and the BiLSTM encoder's sync on a GPU is ``lengths.cpu()`` for packing (components, not the
+trainer). The components' own step is checked in tests/components/encoders/test_host_reads.py."""
 import math
 
 import pytest

@@ -58,14 +58,15 @@ from multigrain.platform.kinds import Encoder
 class BipartiteWords:
     """The words of a batch as BiG sees them: slot spans ``starts/ends [B, W]``, ``mask [B, W]``."""
 
-    def __init__(self, starts: torch.Tensor, ends: torch.Tensor, mask: torch.Tensor):
+    def __init__(self, starts: torch.Tensor, ends: torch.Tensor, mask: torch.Tensor, longest: Optional[int] = None):
         self.starts, self.ends, self.mask = starts, ends, mask
+        self.longest = longest  # at least the longest word's length, when known without the device
 
     @classmethod
     def from_lattice(cls, lattice, min_length: int = 1) -> "BipartiteWords":
-        index, mask = word_slots(lattice.is_char, lattice.mask)
+        index, mask = word_slots(lattice.is_char, lattice.mask, getattr(lattice, "max_words", None))
         starts, ends = lattice.starts.gather(1, index), lattice.ends.gather(1, index)
-        return cls(starts, ends, mask & (ends - starts + 1 >= min_length))
+        return cls(starts, ends, mask & (ends - starts + 1 >= min_length), getattr(lattice, "longest_word", None))
 
     @classmethod
     def empty(cls, batch_size: int, device) -> "BipartiteWords":
@@ -87,10 +88,15 @@ class BipartiteWords:
         length of the words."""
         B, W = self.mask.shape
         device = self.mask.device
-        if W == 0 or not bool(self.mask.any()):
+        if self.longest is not None:  # an upper bound: offsets past a word's end are masked below
+            length = self.longest
+        elif W == 0 or not bool(self.mask.any()):
+            length = 0
+        else:
+            length = int(((self.ends - self.starts + 1) * self.mask).max())
+        if W == 0 or length == 0:
             empty = torch.zeros(0, dtype=torch.long, device=device)
             return empty, empty
-        length = int(((self.ends - self.starts + 1) * self.mask).max())
         offsets = torch.arange(length, device=device)
         chars = self.starts.unsqueeze(-1) + offsets  # [B, W, L]
         inside = self.mask.unsqueeze(-1) & (chars <= self.ends.unsqueeze(-1)) & (chars < n)

@@ -189,7 +189,7 @@ class LatticeLstmEncoder(Encoder):
                                      "the dataset reader a lattice_builder and the model the 'lattice' embedder")
         n = lattice.max_chars
         x, char_mask = inputs[:, :n], lattice.char_mask
-        index, word_mask = word_slots(lattice.is_char, lattice.mask)
+        index, word_mask = word_slots(lattice.is_char, lattice.mask, getattr(lattice, "max_words", None))
         starts, ends = lattice.starts.gather(1, index), lattice.ends.gather(1, index)
         xw = inputs.gather(1, index.unsqueeze(-1).expand(-1, -1, inputs.shape[-1]))  # [B, W, d]
         run = self._reference if self.mode == "reference" else self._batched

@@ -49,29 +49,33 @@ def word_bounds(seg_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return start, end
 
 
-def _doubling_steps(start: torch.Tensor, n: int):
+def _doubling_steps(start: torch.Tensor, n: int, longest: Optional[int] = None):
     """Hillis-Steele doubling within words: yields (step, valid [B, n - step]) where ``valid``
-    says the position ``step`` back lies in the same word; ceil(log2(longest word)) steps."""
+    says the position ``step`` back lies in the same word; ceil(log2(longest word)) steps.
+    ``longest``: a bound on the longest word known on the host (a step past it changes nothing),
+    else read from the device."""
     offset = torch.arange(n, device=start.device) - start  # position within its word, [B, n]
-    longest = int(offset.max()) + 1 if n else 0
+    if longest is None:
+        longest = int(offset.max()) + 1 if n else 0
+    longest = min(longest, n)
     step = 1
     while step < longest:
         yield step, offset[:, step:] >= step
         step *= 2
 
 
-def segment_sum(x: torch.Tensor, start: torch.Tensor) -> torch.Tensor:
+def segment_sum(x: torch.Tensor, start: torch.Tensor, longest: Optional[int] = None) -> torch.Tensor:
     """Running sum within words along dim 2 of x ``[B, h, n, k]``; start ``[B, n]`` from
     :func:`word_bounds`. At a word's last position: the sum over the word."""
     n = x.shape[2]
-    for step, valid in _doubling_steps(start, n):
+    for step, valid in _doubling_steps(start, n, longest):
         hi = x[:, :, step:]
         x = torch.cat([x[:, :, :step], torch.where(valid[:, None, :, None], hi + x[:, :, : n - step], hi)], 2)
     return x
 
 
 @torch.no_grad()
-def segment_argmax(x: torch.Tensor, start: torch.Tensor, dim: int) -> torch.Tensor:
+def segment_argmax(x: torch.Tensor, start: torch.Tensor, dim: int, longest: Optional[int] = None) -> torch.Tensor:
     """Index along ``dim`` (2 or 3) of the running maximum within words of x ``[B, h, n, n]``:
     at a word's last position, where in the word the maximum is (first one on ties). Computed
     without autograd; ``x.gather(dim, index)`` then takes the maximum with a gather's cheap
@@ -81,7 +85,7 @@ def segment_argmax(x: torch.Tensor, start: torch.Tensor, dim: int) -> torch.Tens
     shape[dim] = n
     best = x.clone()
     index = torch.arange(n, device=x.device, dtype=torch.int32).view(shape).expand_as(x).clone()
-    for step, valid in _doubling_steps(start, n):
+    for step, valid in _doubling_steps(start, n, longest):
         shape = [x.shape[0], 1, 1, 1]
         shape[dim] = n - step
         head, tail = best.narrow(dim, 0, n - step), best.narrow(dim, step, n - step)
@@ -93,11 +97,13 @@ def segment_argmax(x: torch.Tensor, start: torch.Tensor, dim: int) -> torch.Tens
 
 
 def word_aligned_attend(attention: torch.Tensor, values: torch.Tensor, seg_ids: torch.Tensor, lam: torch.Tensor,
-                        pool_over: str = "query", attended: Optional[torch.Tensor] = None) -> torch.Tensor:
+                        pool_over: str = "query", attended: Optional[torch.Tensor] = None,
+                        longest: Optional[int] = None) -> torch.Tensor:
     """``A' V``: attention pooled within words (λ·max + (1-λ)·mean), applied to the values.
 
     attention ``[B, h, n, n]``; values ``[B, h, n, dk]``; seg_ids ``[B, n]`` (-1 = padding);
-    ``attended`` = ``attention @ values`` when the caller already has it. Returns ``[B, h, n, dk]``.
+    ``attended`` = ``attention @ values`` when the caller already has it; ``longest``: a bound on
+    the longest word known on the host (``LatticeBatch.longest_segment``). Returns ``[B, h, n, dk]``.
 
     The mean is linear, so it never needs pooled ``[n, n]`` rows: with ``query`` pooling (a
     word's rows) it is the mean of the word's ``A V`` rows; with ``key`` pooling (a word's
@@ -111,13 +117,13 @@ def word_aligned_attend(attention: torch.Tensor, values: torch.Tensor, seg_ids: 
     if pool_over == "query":
         if attended is None:
             attended = attention @ values
-        maxed = attention.gather(2, segment_argmax(attention, start, 2)) @ values  # row i: max over i's word so far
-        mixed = lam * maxed + (1 - lam) * segment_sum(attended, start) / length
+        maxed = attention.gather(2, segment_argmax(attention, start, 2, longest)) @ values  # row i: max so far
+        mixed = lam * maxed + (1 - lam) * segment_sum(attended, start, longest) / length
         return mixed.gather(2, last.expand(B, h, n, dk))                        # every row from its word's end
     if pool_over == "key":
-        word_values = segment_sum(values, start).gather(2, last.expand(B, h, n, dk))  # [B, h, n, dk] sum of j's word
+        word_values = segment_sum(values, start, longest).gather(2, last.expand(B, h, n, dk))  # sum of j's word
         is_end = (end == torch.arange(n, device=end.device))[:, None, None, :]
-        maxed = attention.gather(3, segment_argmax(attention, start, 3)) * is_end  # column e: max over e's word
+        maxed = attention.gather(3, segment_argmax(attention, start, 3, longest)) * is_end  # column e: its word's max
         return lam * (maxed @ word_values) + (1 - lam) * (attention @ (word_values / length))
     raise ValueError(f"pool_over must be 'query' or 'key', got {pool_over!r}")
 
@@ -160,6 +166,7 @@ class MwaEncoder(SizedEncoder):
         attended = attention @ values if self.pool_over == "query" else None  # shared by the segmentations
         fused = inputs if self.add_input else torch.zeros_like(inputs)
         for s in rows:
-            aligned = word_aligned_attend(attention, values, seg[:, s], self.lam, self.pool_over, attended)
+            aligned = word_aligned_attend(attention, values, seg[:, s], self.lam, self.pool_over, attended,
+                                          getattr(lattice, "longest_segment", None))
             fused = fused + torch.tanh(self.gate(self.attention.merge(aligned)))  # eqs. 6-8
         return self.dropout(fused)

@@ -1,4 +1,5 @@
-"""Linear-chain CRF head: pytorch-crf owns the transition parameters and the log-likelihood;
+"""Linear-chain CRF head: pytorch-crf owns the transition parameters; the log-likelihood is
+pytorch-crf's arithmetic without its checks of the mask (each a host sync on a GPU, three a step);
 decoding is our batched Viterbi, optionally restricted to the tag scheme's allowed transitions."""
 from __future__ import annotations
 
@@ -183,6 +184,32 @@ def _backtrack_numpy(pointers: np.ndarray, last: np.ndarray) -> np.ndarray:
     return path
 
 
+def log_likelihood(emissions: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor, transitions: torch.Tensor,
+                   start: torch.Tensor, end: torch.Tensor) -> torch.Tensor:
+    """log p(tags | emissions) per sentence ``[B]``: emissions [B, n, K], tags [B, n] long, mask
+    [B, n] bool (every sentence non-empty, its first position real: the readers guarantee it).
+
+    With s(y) = start[y_1] + sum_i e_i[y_i] + sum_{i>1} trans[y_{i-1}, y_i] + end[y_L],
+    log p = s(gold) - logsumexp_y s(y), the normaliser by the forward recursion
+    a_i[j] = logsumexp_k (a_{i-1}[k] + trans[k, j]) + e_i[j], kept at the last real position.
+    The operations and their order are ``torchcrf.CRF.forward``'s (the tests compare bit for bit),
+    minus its ``mask[0].all()`` checks, which read a device value on the host."""
+    e, y, m = emissions.transpose(0, 1), tags.transpose(0, 1), mask.transpose(0, 1)  # time first
+    n, B = y.shape
+    rows = torch.arange(B, device=y.device)
+    weight = m.float()
+    gold = start[y[0]] + e[0, rows, y[0]]
+    for i in range(1, n):  # sequential like torchcrf's, so the sums are the same floats
+        gold = gold + transitions[y[i - 1], y[i]] * weight[i]
+        gold = gold + e[i, rows, y[i]] * weight[i]
+    gold = gold + end[y[weight.long().sum(0) - 1, rows]]
+    alpha = start + e[0]  # [B, K]
+    for i in range(1, n):
+        step = torch.logsumexp(alpha.unsqueeze(2) + transitions + e[i].unsqueeze(1), dim=1)
+        alpha = torch.where(m[i].unsqueeze(1), step, alpha)
+    return gold - torch.logsumexp(alpha + end, dim=1)
+
+
 @Head.register("crf")
 class CrfHead(SchemeTaggingHead):
     """Linear emissions and a CRF.
@@ -209,5 +236,7 @@ class CrfHead(SchemeTaggingHead):
         logits = self.projection(self.dropout(states))
         out = {"logits": logits, "predictions": self.decode(logits, mask)}
         if tags is not None:
-            out["loss"] = -self.crf(logits, tags, mask=mask, reduction="mean")
+            crf = self.crf
+            out["loss"] = -log_likelihood(logits, tags, mask, crf.transitions, crf.start_transitions,
+                                          crf.end_transitions).mean()
         return out

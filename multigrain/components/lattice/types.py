@@ -185,6 +185,10 @@ class LatticeBatch:
       segmentation s; ``SEG_PAD`` (-1) past a row's last character. None when no lattice has them.
     - ``sources`` ``[B, T]`` long: builder bitmask (0 for characters and padding).
     - ``max_chars``: n_max = max n_b as a Python int (so ``char_mask`` needs no device sync).
+    - ``max_words``, ``longest_word``, ``longest_segment``: the most word tokens of a row, the most
+      characters of a word token, of a segment of ``seg_ids`` (0 when there is none), as Python ints
+      counted while collating, so encoders size their tensors without reading the device; None in a
+      batch made otherwise (the encoders then count on the device).
     """
 
     token_ids: torch.Tensor
@@ -196,6 +200,9 @@ class LatticeBatch:
     sources: torch.Tensor
     max_chars: int
     seg_ids: Optional[torch.Tensor] = None
+    max_words: Optional[int] = None
+    longest_word: Optional[int] = None
+    longest_segment: Optional[int] = None
 
     @property
     def char_mask(self) -> torch.Tensor:
@@ -274,4 +281,19 @@ class LatticeBatch:
             sources=padded(np.concatenate([lat.sources for lat in lattices]), np.int64, 0),
             max_chars=n_max,
             seg_ids=seg,
+            max_words=int((t - n).max()),
+            longest_word=int((spans[~is_char_flat, 1] - spans[~is_char_flat, 0]).max(initial=-1)) + 1,
+            longest_segment=max(_longest_run(lat.seg_ids) for lat in lattices) if seg is not None else None,
         )
+
+
+def _longest_run(seg_ids: np.ndarray) -> int:
+    """The longest run of equal ids in any row of ``seg_ids [S, n]`` (a segment's length); 0 if n is 0."""
+    if seg_ids.size == 0:
+        return 0
+    S, n = seg_ids.shape
+    change = np.ones((S, n + 1), dtype=bool)
+    change[:, 1:n] = seg_ids[:, 1:] != seg_ids[:, :-1]
+    edges = np.flatnonzero(change.ravel())  # run boundaries, row ends included (each row is n + 1 wide)
+    gaps = np.diff(edges)
+    return int(gaps[edges[:-1] % (n + 1) != n].max(initial=0))

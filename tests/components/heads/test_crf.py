@@ -273,3 +273,40 @@ def test_backtracking_paths_agree():
         assert _backtrack_numpy(pointers.numpy(), last.numpy()).tolist() == expected
         assert _backtrack_gather(pointers, last).tolist() == expected
         assert _backtrack(pointers, last).tolist() == expected
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_log_likelihood_is_torchcrf_bit_for_bit_without_host_reads(dtype):
+    """Same floats as ``torchcrf.CRF.forward`` (variable lengths, one full row, one of length 1),
+    gradients too; and no ``aten::_local_scalar_dense`` (a host read, a sync on a GPU) on the way."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from multigrain.components.heads.crf import log_likelihood
+
+    g = torch.Generator().manual_seed(11)
+    B, n, K = 6, 9, 7
+    crf = CRF(K, batch_first=True).to(dtype)
+    with torch.no_grad():
+        for p in crf.parameters():
+            p.normal_(generator=g)
+    lengths = torch.tensor([9, 1, 4, 7, 2, 9])
+    mask = torch.arange(n).unsqueeze(0) < lengths.unsqueeze(1)
+    emissions = torch.randn(B, n, K, generator=g, dtype=dtype, requires_grad=True)
+    tags = torch.randint(0, K, (B, n), generator=g)
+    expected = crf(emissions, tags, mask=mask, reduction="none")
+    grads = torch.autograd.grad(expected.sum(), [emissions, crf.transitions])
+
+    reads = []
+
+    class Reads(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func is torch.ops.aten._local_scalar_dense.default:
+                reads.append(func)
+            return func(*args, **(kwargs or {}))
+
+    with Reads():
+        ours = log_likelihood(emissions, tags, mask, crf.transitions, crf.start_transitions, crf.end_transitions)
+        ours_grads = torch.autograd.grad(ours.sum(), [emissions, crf.transitions])
+    assert reads == []
+    assert torch.equal(ours, expected)
+    assert all(torch.equal(a, b) for a, b in zip(ours_grads, grads))
