@@ -5,8 +5,14 @@ Tatoeba test split), model sizes and training time.
 
     python benchmarks/mt_results.py [--size small|base] [--seeds 3] [--first-seed 13] [--epochs N] [--max-train-pairs N]
         [--max-test-sentences N] [--max-dev-sentences N] [--only transformer big] [--test-sets ...] [--score-sets ...]
-        [--runs-dir runs/mt] [--tracking-uri URI | --no-tracking]
+        [--runs-dir runs/mt] [--tracking-uri URI | --no-tracking] [--suite jsonnet_configs/suites/mt.jsonnet]
         [--results benchmarks/RESULTS.md] [--out benchmarks/results/translation.json]
+
+The uncut specs are the suite ``jsonnet_configs/suites/mt.jsonnet``: ``multigrain suite`` trains
+them (Ray, reused and resumed runs, MLflow), and ``--suite jsonnet_configs/suites/mt.jsonnet``
+makes this table of its finished runs without training. This script's own trainings are what a
+suite does not measure: budget cuts, GPU calls with seeds split over processes
+(``device_session.sh mt``), each run's CPU time and load, and test sets scored after training.
 
 ``--size base`` (``tvsub_*.jsonnet``, Transformer base: 6+6 layers of 512) is for a GPU, ``small``
 (``tvsub_*_small.jsonnet``, 3+3 layers of 256) for a CPU budget. ``--variant V`` takes
@@ -15,9 +21,8 @@ device call: every pair in token batches, bf16 where there is a GPU). ``--max-tr
 TVsub training pairs (episode order; the validation set stays whole). ``--max-test-sentences N``
 cuts every test set and ``--max-dev-sentences N`` the validation set (smoke tests: their figures are
 not results; give them their own ``--results`` and ``--out``). Each (encoder, seed) is one training
-through ``multigrain.platform.runs.Run`` (as
-``multigrain train``): a finished run directory is reused, an interrupted one resumed; every run
-and its test-set rows (MLflow experiments ``mt/<set>``) are logged to MLflow. The per-run figures
+(``results_md.train_or_reuse``, as ``multigrain train``: a finished run directory reused, an interrupted
+one resumed), logged to MLflow with its test-set rows (experiments ``mt/<set>``). The per-run figures
 go to ``--out`` (JSON) and the table to the ``## Translation (zh→en)`` section of ``--results``
 (the other sections are left as they are). ``--score-sets`` scores finished runs on sets they were
 not trained with (``score_after_training``: the news sets of a CPU budget, decoded after the fact
@@ -260,7 +265,10 @@ def main(argv=None) -> int:
                         help="no training: the table of the runs in earlier --out files (parts run apart)")
     parser.add_argument("--mixed-precision", choices=("bf16", "fp16", "auto"), default=None,
                         help="trainer.mixed_precision (CUDA only; part of the spec hash)")
-    parser.add_argument("--runs-dir", default="runs/mt")
+    parser.add_argument("--suite", metavar="SUITE",
+                        help="no training: the table of this suite's finished runs (multigrain suite "
+                             "jsonnet_configs/suites/mt.jsonnet); --only picks encoders")
+    parser.add_argument("--runs-dir", default=None, help="default runs/mt; with --suite its run directories' runs/")
     parser.add_argument("--tracking-uri", default=None, help="the MLflow store (default: ./mlruns.db)")
     parser.add_argument("--no-tracking", action="store_true",
                         help="log nothing to MLflow (a machine without it; `multigrain log RUN` logs a run later)")
@@ -278,6 +286,9 @@ def main(argv=None) -> int:
 
     if args.combine:
         return combine([Path(p) for p in args.combine], Path(args.out), Path(args.results), args.section)
+    if args.suite:
+        return from_suite(args, argv)
+    args.runs_dir = args.runs_dir or "runs/mt"
     rows = []
     # seeds outermost: an interrupted benchmark leaves both encoders with the same seeds
     for seed in range(args.first_seed, args.first_seed + args.seeds):
@@ -307,18 +318,52 @@ def main(argv=None) -> int:
     if not rows:
         print("no finished run", file=sys.stderr)
         return 1
-    cut = args.max_train_pairs or spec["dataset_reader"].get("max_instances")
-    loader = spec["data_loader"]
-    settings = {"size": args.size + (f" ({args.variant} recipe)" if args.variant else ""),
-                "epochs": spec["trainer"]["num_epochs"],
-                "batch_size": loader["batch_size"] if "max_tokens" not in loader else
-                f"at most {loader['max_tokens']:,} tokens (source + target)",
-                "train_pairs": f"{cut:,}" if cut else f"all {TVSUB_TRAIN_PAIRS:,}",
-                "seeds": ", ".join(str(s) for s in range(args.first_seed, args.first_seed + args.seeds)),
-                "date": time.strftime("%Y-%m-%d"),
-                "argv": " ".join(argv if argv is not None else sys.argv[1:]),
-                "max_test_sentences": args.max_test_sentences, "max_dev_sentences": args.max_dev_sentences}
+    settings = settings_of(spec, args.size + (f" ({args.variant} recipe)" if args.variant else ""),
+                           range(args.first_seed, args.first_seed + args.seeds), argv, args.max_train_pairs,
+                           args.max_test_sentences, args.max_dev_sentences)
     write_results(rows, settings, Path(args.out), Path(args.results), args.section)
+    return 0
+
+
+def settings_of(spec: dict, size: str, seeds, argv, max_train_pairs: int | None = None,
+                max_test_sentences: int | None = None, max_dev_sentences: int | None = None) -> dict:
+    """The table's settings line: what the runs of ``spec`` (one of them) share, and how they were made."""
+    cut = max_train_pairs or spec["dataset_reader"].get("max_instances")
+    loader = spec["data_loader"]
+    return {"size": size, "epochs": spec["trainer"]["num_epochs"],
+            "batch_size": loader["batch_size"] if "max_tokens" not in loader else
+            f"at most {loader['max_tokens']:,} tokens (source + target)",
+            "train_pairs": f"{cut:,}" if cut else f"all {TVSUB_TRAIN_PAIRS:,}",
+            "seeds": ", ".join(str(s) for s in sorted(set(seeds))), "date": time.strftime("%Y-%m-%d"),
+            "argv": " ".join(argv if argv is not None else sys.argv[1:]),
+            "max_test_sentences": max_test_sentences, "max_dev_sentences": max_dev_sentences}
+
+
+def from_suite(args, argv) -> int:
+    """The table of a suite's finished translation runs (``multigrain suite jsonnet_configs/suites/mt.jsonnet``
+    trained them): nothing is trained; parameters are counted from each run's archive."""
+    from multigrain.platform.experiment import identity
+    from multigrain.platform.suite import load_suite, plan
+
+    runs = [r for r in plan(args.suite, load_suite(args.suite), args.runs_dir or "runs", check_data_paths=False)
+            if identity(r.spec)["task"] == "mt" and identity(r.spec)["encoder"] in args.only]
+    rows, sizes = [], {}
+    for r in runs:
+        result = r.result()
+        if result is None:
+            print(f"{r.label}: no finished run in {r.run_dir}; left out", flush=True)
+            continue
+        parts = Path(r.spec_path).name.split(".")[0].split("_")[2:]  # tvsub_<encoder>[_<size>[_<variant>]]
+        size = (parts[0] if parts else "base") + (f" ({parts[1]} recipe)" if len(parts) > 1 else "")
+        sizes[size] = r.spec
+        rows.append(row_of(identity(r.spec)["encoder"], r.seed, size, result, count_parameters(r.spec, Path(r.run_dir))))
+    if len(sizes) != 1:
+        print("no finished run" if not sizes else f"runs of several sizes ({', '.join(sizes)}): one table per size",
+              file=sys.stderr)
+        return 1
+    (size, spec), = sizes.items()
+    write_results(rows, settings_of(spec, size, [r["seed"] for r in rows], argv), Path(args.out), Path(args.results),
+                  args.section)
     return 0
 
 

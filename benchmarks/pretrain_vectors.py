@@ -8,7 +8,8 @@ sampling (word2vec's SGNS) on the *training* text of the shared datasets: no pre
 Writes ``<out>/chars.vec``, ``bigrams.vec`` and ``words.vec`` (those ``--namespaces`` names; word2vec text format: a
 ``count dim`` header, then ``token v1 ... vd``) and ``<out>/vectors.json`` (corpus, vocabulary
 sizes, settings, seconds). The ``*_vec`` NER specs read them from ``runs/vectors`` (relative to
-the repository root); ``benchmarks/ner_results.py`` runs this script first when they are missing.
+the repository root, the suites' ``vectors`` ext-var): run this script once before
+``multigrain suite jsonnet_configs/suites/{ner,sentence}.jsonnet`` (their ``*_vec`` runs read them).
 
 Corpus (training splits only, so no NER dev/test text is seen): MSRA, Resume and Weibo NER train,
 ChnSentiCorp train, CMRC 2018 train (contexts, once each, and questions), THUCNews titles (the

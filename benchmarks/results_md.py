@@ -1,13 +1,14 @@
-"""Replace one ``## Section`` of benchmarks/RESULTS.md, leaving the others as they are; record the
-results scripts' runs in MLflow as table rows and merge them with the committed portable leaderboard
-file; the ``-o``/``--tag``/``--board`` options the results scripts share.
+"""Replace one ``## Section`` of benchmarks/RESULTS.md, leaving the others as they are; record a
+suite's finished runs (``multigrain suite``) in MLflow as results-table rows and merge them with the
+committed portable leaderboard file.
 
 The results tables are generated from MLflow (``results_tables.py``). Their runs live in the store
 (``--tracking-uri``) and, for every machine and session, in the tracked file
-``benchmarks/results/leaderboard.json`` (``--board``): a results script imports it first (the rows
-measured elsewhere, whose run directories are not here), records its own runs, exports the
-results runs back into it and rewrites the tables. Several benchmarks write RESULTS.md, possibly
-at once: each section rewrite holds an exclusive lock on the file.
+``benchmarks/results/leaderboard.json`` (``--board``): ``results_tables.py --suite SUITE`` imports
+it first (the rows measured elsewhere, whose run directories are not here), records the suite's
+runs as rows (``record_suite``), exports the results runs back into it and rewrites the tables.
+Several benchmarks write RESULTS.md, possibly at once: each section rewrite holds an exclusive lock
+on the file.
 """
 from __future__ import annotations
 
@@ -54,30 +55,9 @@ def mean_std(values: list[float]) -> str:
     return f"{mean:.2f} ± {std:.2f}"
 
 
-def add_override_options(parser, table: str) -> None:
-    """``-o KEY.PATH=VALUE`` (repeatable, as ``multigrain train -o``), the ``--tag`` naming them,
-    ``--board`` (the portable leaderboard file the ``table`` rows are merged into) and ``--tracking-uri``."""
-    parser.add_argument("--board", default=str(BOARD),
-                        help="portable leaderboard file merged with the store (default: the tracked one; smoke "
-                             "tests give their own, with their own --tracking-uri)")
-    parser.add_argument("--tracking-uri", default=None, help="the MLflow store of the runs (default: ./mlruns.db)")
-    parser.add_argument("-o", "--override", action="append", default=[], metavar="KEY.PATH=VALUE",
-                        help=f"override a value of every chosen spec of {table} (needs --tag)")
-    parser.add_argument("--tag", default=None, help="name of the --override configuration (rows, run directories)")
-
-
-def check_override_options(parser, args) -> None:
-    if getattr(args, "max_instances", None) and Path(args.board).resolve() == BOARD:
-        parser.error("--max-instances is a smoke test: give it its own --board FILE and --tracking-uri")
-    if bool(args.override) != bool(args.tag):
-        parser.error("-o/--override and --tag go together: the tag names the overridden configuration's rows")
-    if args.tag and not args.tag.replace("_", "").replace("-", "").isalnum():
-        parser.error(f"--tag {args.tag!r}: use letters, digits, '-' and '_' (it names run directories)")
-
-
 def train_or_reuse(spec: dict, run_dir: Path, tracking_uri: str | None = None, source: str | None = None,
                    track: bool = True) -> dict:
-    """One results row's training, through ``multigrain.platform.runs.Run`` as ``multigrain train``
+    """A benchmark's own training (``mt_results.py``, ``lattice_bert.py``), through ``multigrain.platform.runs.Run`` as ``multigrain train``
     does: a finished run directory is reused, an interrupted one resumed, a longer run of an earlier
     one extended; logged live to MLflow unless ``track`` is false (``multigrain log`` logs it later)."""
     from multigrain.platform.runs import Run
@@ -100,13 +80,6 @@ def open_results(uri: str | None, board: str | Path):
     return client
 
 
-def logged(result: dict, spec: dict, uri: str | None) -> str:
-    """The MLflow run id of a finished result: its live-logged run, else one replayed from it."""
-    from multigrain.platform.tracking import logged_run, replay
-
-    return logged_run(result, uri) or replay(result, spec, uri)
-
-
 def tag_row(client, table: str, key: str, run_ids: list[str], tags: dict[str, dict]) -> None:
     """Record the runs ``run_ids`` (in order) as the row ``key`` of the results ``table``: each gets
     ``results_table``, ``results_key``, the row's ids (``results_row``), the time it was recorded
@@ -120,3 +93,35 @@ def tag_row(client, table: str, key: str, run_ids: list[str], tags: dict[str, di
                **tags.get(run_id, {})}
         client.log_batch(run_id, tags=[RunTag(k, str(v)) for k, v in row.items()], synchronous=True)
 
+
+#: the results table of a run's task (``results_tables.py``); other tasks have tables of their own
+TABLES = {"ner": "ner", "cls": "sentence", "pair": "sentence", "mrc": "sentence"}
+
+
+def record_suite(client, suite: str | Path, only: str | None = None, runs_dir: str = "runs", uri: str | None = None,
+                 print_line=print) -> dict[str, int]:
+    """Record the finished runs of a suite as results rows: one row per entry and configuration,
+    ``<spec stem>[<tag>]``, holding the runs of its seeds that have finished (in their run
+    directories here, else in the store: ``logged_runs``, which also tags them as suite runs);
+    recorded now, it replaces an earlier row of that key. Returns key -> seeds recorded."""
+    from multigrain.platform.experiment import identity
+    from multigrain.platform.ray.suite import logged_runs
+    from multigrain.platform.suite import load_suite, plan
+
+    runs = plan(suite, load_suite(suite), runs_dir, only, check_data_paths=False)
+    ids = logged_runs(runs, uri, print_line)
+    entries: dict[str, list] = {}
+    for r in runs:
+        entries.setdefault(r.entry, []).append(r)
+    recorded = {}
+    for entry, members in entries.items():
+        task, stem = identity(members[0].spec)["task"], Path(members[0].spec_path).name.split(".")[0]
+        key = f"{stem}[{members[0].tag}]" if members[0].tag else stem
+        done = [ids[m.index] for m in members if m.index in ids]
+        if task not in TABLES or not done:
+            print_line(f"{entry}: " + (f"no results table of task {task}" if done else "no finished run") + "; left out")
+            continue
+        tag_row(client, TABLES[task], key, done, {})
+        recorded[key] = len(done)
+        print_line(f"{key}: {len(done)} of {len(members)} seeds recorded in the {TABLES[task]} table")
+    return recorded

@@ -1,21 +1,30 @@
 """The ``## NER results`` and ``## Sentence results`` sections of benchmarks/RESULTS.md, generated
-from MLflow: the runs tagged ``results_table`` (``ner`` or ``sentence``) by the results scripts.
+from MLflow: the runs tagged ``results_table`` (``ner`` or ``sentence``), recorded as rows from the
+suites' runs (``multigrain suite jsonnet_configs/suites/{ner,sentence}.jsonnet``).
 
     python benchmarks/results_tables.py [--board benchmarks/results/leaderboard.json | --tracking-uri URI]
         [--results benchmarks/RESULTS.md]
+    python benchmarks/results_tables.py --suite jsonnet_configs/suites/ner.jsonnet [--only PATTERN]
+        [--tracking-uri URI] [--runs-dir runs] [--board FILE] [--results FILE]
 
 By default the committed portable leaderboard file (``benchmarks/results/leaderboard.json``, the
 results' one source of truth, merged from every machine that trained them) is imported into a
 temporary MLflow store and the tables are read back from it: a fresh clone regenerates RESULTS.md's
-tables byte for byte. ``--tracking-uri`` reads an existing store instead (nothing is imported).
+tables byte for byte. ``--tracking-uri`` alone reads an existing store instead (nothing is imported).
+``--suite`` (repeatable) records a suite's finished runs as rows (``results_md.record_suite``: one
+row per entry and configuration, its seeds' runs) in the store at ``--tracking-uri`` (default
+./mlruns.db) after importing ``--board`` into it, exports the results runs back into ``--board`` and
+rewrites both tables: after ``multigrain suite``, one command puts its runs on the committed board
+and in RESULTS.md.
 
 A table row is a ``results_key`` (``resume_bilstm_big[no_global]``: the spec's name and the
 configuration tag): its runs are those its latest recorded run (``results_time``) lists in
-``results_row`` - a NER row one run, a sentence row one run per seed (mean ± std). Columns the
-MLflow metrics cannot give are tags: ``note``, ``device``, ``date``, ``overrides``,
-``num_epochs``; rows migrated from the retired hand-kept JSON stores whose per-seed values were not
-kept carry their cells as ``summary_*`` tags. The papers' numbers come from
-``benchmarks/paper_numbers.json`` (``multigrain.platform.papers``).
+``results_row`` - a sentence row and a suite's NER row one run per seed (mean ± std), an older NER
+row one run (its other seeds were ``[seedN]`` rows; those a later suite row holds are not shown).
+Columns the MLflow metrics cannot give are tags (``suite.run_tags``): ``note``, ``device``,
+``date``, ``overrides``, ``num_epochs``; rows migrated from the retired hand-kept JSON stores whose
+per-seed values were not kept carry their cells as ``summary_*`` tags. The papers' numbers come
+from ``benchmarks/paper_numbers.json`` (``multigrain.platform.papers``).
 """
 from __future__ import annotations
 
@@ -38,7 +47,11 @@ NER_SECTION, SENTENCE_SECTION = "## NER results", "## Sentence results"
 RESULTS_RUNS = "attributes.status = 'FINISHED' and tags.results_table LIKE '%'"
 NER_DATASETS = ["resume", "weibo", "msra"]
 NER_MODELS = ["bilstm_crf", "transformer", "star", "lattice_lstm", "plte", "plte_sgd", "big", "bilstm_big",
-              "bilstm_crf_vec", "lattice_lstm_vec", "plte_vec", "plte_sgd_vec", "big_vec", "bilstm_big_vec"]
+              "bilstm_crf_vec", "lattice_lstm_vec", "plte_vec", "plte_sgd_vec", "big_vec", "bilstm_big_vec",
+              "tagger_m3e", "plte_m3e", "big_m3e"]
+#: how a table's rows are made (its prose names it)
+SUITE_COMMANDS = ("`multigrain suite jsonnet_configs/suites/{suite}.jsonnet`, then `python benchmarks/results_tables.py "
+                  "--suite jsonnet_configs/suites/{suite}.jsonnet`")
 SENTENCE_DATASETS = [("cls", "chnsenticorp"), ("pair", "bq"), ("cls", "thucnews"), ("mrc", "cmrc2018")]
 # m3e_*: the same layers on the pretrained m3e-small backbone (optional extra multigrain[m3e])
 SENTENCE_VARIANTS = ["backbone", "mwa", "hrmf", "big", "big_vec", "m3e_backbone", "m3e_mwa", "m3e_hrmf", "m3e_big",
@@ -76,21 +89,48 @@ def table_rows(recs: list[dict], table: str) -> dict[str, list[dict]]:
 
 # ------------------------------------------------------------------------------------------ NER
 def pct(x) -> str:
-    return f"{100 * x:.2f}" if isinstance(x, (int, float)) else "–"
+    """A fraction in percent; a cell already made (mean ± std) as it is."""
+    return x if isinstance(x, str) else f"{100 * x:.2f}" if isinstance(x, (int, float)) else "–"
 
 
-def ner_row(run: dict) -> dict:
+def ner_row(runs: list[dict]) -> dict:
+    """The cells of a NER row: its one run's, or over its seeds' runs (mean ± std, each run's epochs)."""
     from multigrain.platform.papers import paper_number
 
+    runs = sorted(runs, key=lambda r: int(r["tags"].get("seed") or 0)) if len(runs) > 1 else runs
+    run = runs[0]
     tags, metrics = run["tags"], run["metrics"]
     config = results_config(tags)
     paper = None if config else paper_number(run["experiment"], tags["spec_name"])
     best = metrics.get("best_epoch")
-    return {"dataset": tags["dataset"], "model": display_model(tags), "dev_f1": metrics.get("best_validation_f1"),
-            "test_f1": metrics.get("test_f1"), "paper": paper or "–",
-            "epochs": int(metrics.get("epochs_completed", int(tags.get("num_epochs", 0)))),
-            "best_epoch": "–" if best is None else int(best), "minutes": metrics.get("seconds", 0.0) / 60,
-            "note": tags.get("note", ""), "device": tags.get("device", "–"), "date": tags.get("date", "–")}
+    row = {"dataset": tags["dataset"], "model": display_model(tags), "dev_f1": metrics.get("best_validation_f1"),
+           "test_f1": metrics.get("test_f1"), "paper": paper or "–",
+           "epochs": int(metrics.get("epochs_completed", int(tags.get("num_epochs", 0)))),
+           "best_epoch": "–" if best is None else int(best), "minutes": metrics.get("seconds", 0.0) / 60,
+           "note": tags.get("note", ""), "sources": {f"{r['tags']['device']} ({r['tags'].get('date', '–')})"
+                                                     for r in runs if r["tags"].get("device")}}
+    if len(runs) > 1:
+        pick = lambda name: [r["metrics"][name] for r in runs if name in r["metrics"]]  # noqa: E731
+        done = sorted({int(e) for e in pick("epochs_completed")})
+        row.update(dev_f1=mean_std(pick("best_validation_f1")), test_f1=mean_std(pick("test_f1")),
+                   epochs=", ".join(map(str, done)) or "–", best_epoch=", ".join(str(int(e)) for e in pick("best_epoch")),
+                   minutes=statistics.fmean(pick("seconds") or [0.0]) / 60,
+                   note="; ".join(filter(None, [f"{len(runs)} seeds ({', '.join(r['tags'].get('seed', '?') for r in runs)})",
+                                                row["note"]])))
+    return row
+
+
+def superseded(rows: dict[str, list[dict]]) -> set[str]:
+    """The ``K[seedN]`` rows (a seed as a row of its own) whose seed a later row ``K`` of several
+    runs (a suite's) holds."""
+    when = lambda runs: max(int(r["tags"].get("results_time", 0)) for r in runs)  # noqa: E731
+    out = set()
+    for key, runs in rows.items():
+        m = re.fullmatch(r"(.+)\[seed(\d+)\]", key)
+        base = rows.get(m.group(1)) if m else None
+        if base and len(base) > 1 and m.group(2) in {r["tags"].get("seed") for r in base} and when(base) > when(runs):
+            out.add(key)
+    return out
 
 
 def results_config(tags: dict) -> str:
@@ -102,7 +142,8 @@ def results_config(tags: dict) -> str:
 
 
 def display_model(tags: dict) -> str:
-    variant = tags["spec_name"][len(tags["dataset"]) + 1:]
+    name, prefix = tags["spec_name"], f"{tags['dataset']}_"
+    variant = name[len(prefix):] if name.startswith(prefix) else name
     config = results_config(tags)
     return f"{variant} [{config}]" if config else variant
 
@@ -111,7 +152,9 @@ def ner_table(rows: dict) -> list[str]:
     lines = ["| dataset | model | dev F1 | test F1 | paper test F1 | epochs (best) | minutes | note |",
              "|---|---|---|---|---|---|---|---|"]
     order = {(d, m): (i, j) for i, d in enumerate(NER_DATASETS) for j, m in enumerate(NER_MODELS)}
-    rank = lambda k: (*order.get(tuple(k.split("[")[0].split("_", 1)), (99, 99)), k)  # noqa: E731 tagged rows last
+    datasets = {d: i for i, d in enumerate(NER_DATASETS)}
+    rank = lambda k: (*order.get(tuple(k.split("[")[0].split("_", 1)),  # noqa: E731 tagged rows last, then other models
+                                 (datasets.get(k.split("_")[0], 99), 99)), k)
     for key in sorted(rows, key=rank):
         r = rows[key]
         lines.append(f"| {r['dataset']} | {r['model']} | {pct(r['dev_f1'])} | {pct(r['test_f1'])} | {r['paper']} | "
@@ -142,10 +185,13 @@ def seed_spread(rows: dict) -> list[str]:
 
 
 def ner_section(recs: list[dict]) -> list[str]:
-    rows = {key: ner_row(runs[0]) for key, runs in table_rows(recs, "ner").items() if runs}
-    devices = sorted({f"{r['device']} ({r['date']})" for r in rows.values()})
-    body = ["", f"`python benchmarks/ner_results.py` (rows from {', '.join(devices) or '–'}); span-level micro F1 "
-                "in percent, test F1 of the epoch with the best dev F1. No pretrained embeddings are available "
+    built = {key: runs for key, runs in table_rows(recs, "ner").items() if runs}
+    hidden = superseded(built)
+    rows = {key: ner_row(runs) for key, runs in built.items() if key not in hidden}
+    devices = sorted(set().union(*(r["sources"] for r in rows.values())))
+    body = ["", f"{SUITE_COMMANDS.format(suite='ner')} (rows from {', '.join(devices) or '–'}); span-level micro F1 "
+                "in percent, test F1 of the epoch with the best dev F1 (a row of several seeds: mean ± std, each "
+                "seed's epochs). No pretrained embeddings are available "
                 "offline: models start from random character/bigram/word vectors, or (`*_vec`) from SGNS vectors "
                 "trained by `benchmarks/pretrain_vectors.py` on the shared training text (4.8 M characters), whereas "
                 "the papers used Giga-word word2vec (PLTE, Lattice LSTM) or BERT (BiG Tab. IV: BiG, Transformer, "
@@ -159,7 +205,7 @@ def sentence_note(found: list[str]) -> list[str]:
     """The text above the sentence table; ``found``: the devices and dates its rows were measured on."""
     return [
         "",
-        f"`python benchmarks/sentence_results.py` (rows from {', '.join(found) or '–'}). Mean ± std "
+        f"{SUITE_COMMANDS.format(suite='sentence')} (rows from {', '.join(found) or '–'}). Mean ± std "
         "over the seeds run (13, 14, ...; the seeds column), in percent; each row's epochs column is its "
         "trainer.num_epochs. Backbones: `m3e_*` rows fine-tune m3e-small (a pretrained 4-layer, 512-d Chinese "
         "RoBERTa; optional extra `multigrain[m3e]`); the others a randomly initialised char_transformer, so "
@@ -172,7 +218,7 @@ def sentence_note(found: list[str]) -> list[str]:
         "(`benchmarks/export_m3e_vectors.py`) for the SGNS vectors (its seed 15 ran alone on 2 threads after epoch 1). ChnSentiCorp `big`/`big_vec`: the BiG paper's Table I word2vec settings (batch 128, "
         "rate 7e-4) for 40 epochs with patience 5, chosen by dev accuracy over the tagged rows beside them; `[ema-e20]`: the same "
         "for the paper's 20 epochs with `trainer.moving_average` 0.995 (validation, best.pt and test use an exponential "
-        "moving average of the weights; its first 3 seeds gave 90.17, seeds 16-19 were run to check it; all on a CPU, 1 thread each but seed 16 on 2); `[ema-e20-h6]`: that with the paper's 6 heads (240-d model; 4 seeds, 2 threads each, one at a time, but seed 16 on 1 thread for its first 3 epochs); `[ema-e20-h6-v300]`: that with 300-d SGNS character vectors (`pretrain_vectors.py --dim 300 --namespaces chars --out runs/vectors300`, rows written with `--vectors runs/vectors300`; 3 seeds at once, 1 thread each; all three stopped early, patience 5); `[ema-e20-h6-bigram]`: `[ema-e20-h6]` with 50-d SGNS bigram vectors beside the character ones (`char_bigram` bigram_dim 50, `runs/vectors/bigrams.vec`; the BiG paper names only character vectors; its first 3 seeds gave 90.67, seed 16 was run to check it; 2 threads each, one at a time, seed 15 stopped after epoch 3 and resumed from its last.pt in a later session: about 4.3 min per epoch, against 1.5 for `[ema-e20-h6]` on an earlier session's machine). Rows trained on "
+        "moving average of the weights; its first 3 seeds gave 90.17, seeds 16-19 were run to check it; all on a CPU, 1 thread each but seed 16 on 2); `[ema-e20-h6]`: that with the paper's 6 heads (240-d model; 4 seeds, 2 threads each, one at a time, but seed 16 on 1 thread for its first 3 epochs); `[ema-e20-h6-v300]`: that with 300-d SGNS character vectors (`pretrain_vectors.py --dim 300 --namespaces chars --out runs/vectors300`, the spec's `vectors` ext-var `runs/vectors300`; 3 seeds at once, 1 thread each; all three stopped early, patience 5); `[ema-e20-h6-bigram]`: `[ema-e20-h6]` with 50-d SGNS bigram vectors beside the character ones (`char_bigram` bigram_dim 50, `runs/vectors/bigrams.vec`; the BiG paper names only character vectors; its first 3 seeds gave 90.67, seed 16 was run to check it; 2 threads each, one at a time, seed 15 stopped after epoch 3 and resumed from its last.pt in a later session: about 4.3 min per epoch, against 1.5 for `[ema-e20-h6]` on an earlier session's machine). Rows trained on "
         "a GPU ran 3-12 trainings at once on it, so their min/run is a shared GPU's time. THUCNews test = the 10% hash bucket of test.txt (rows trained before 2026-11-26; the shipped specs now give test_dataset_reader and score all 10,000 headlines); "
         "CMRC 2018 test = the trial set (the official test set is hidden).",
         "",
@@ -184,7 +230,7 @@ def sentence_row(key: str, runs: list[dict]) -> dict:
     row migrated without its per-seed values."""
     last = max(runs, key=lambda r: (int(r["tags"].get("results_time", 0)), r["start_time"] or 0))
     tags = last["tags"]
-    row = {"experiment": last["experiment"], "variant": key.split("[")[0].split("_", 1)[1],
+    row = {"experiment": last["experiment"], "variant": key.split("[")[0].split("_", 1)[-1],
            "tag": tags.get("config"), "overrides": json.loads(tags.get("overrides") or "[]"),
            "epochs": tags.get("num_epochs", "")}
     if "summary_test_a" in tags:
@@ -216,17 +262,14 @@ def sentence_table(rows: list[dict]) -> list[str]:
     return lines
 
 
-def sentence_section(recs: list[dict], max_instances: int | None = None) -> list[str]:
+def sentence_section(recs: list[dict]) -> list[str]:
     order = {p.stem: i for i, p in enumerate(sentence_spec_paths())}
     datasets = {f"{task}/{name}": i for i, (task, name) in enumerate(SENTENCE_DATASETS)}
     built = {key: sentence_row(key, runs) for key, runs in table_rows(recs, "sentence").items() if runs}
     rank = lambda kv: (datasets.get(kv[1]["experiment"], len(datasets)), kv[1].get("tag") or "",  # noqa: E731
                        order.get(kv[0].split("[")[0], len(order)))
     rows = [r for _, r in sorted(built.items(), key=rank)]
-    note = sentence_note(sorted(set().union(*(r["sources"] for r in rows))))
-    if max_instances:
-        note.insert(2, f"**Smoke test: every split cut to {max_instances} examples; not a result.**")
-    return note + sentence_table(rows)
+    return sentence_note(sorted(set().union(*(r["sources"] for r in rows)))) + sentence_table(rows)
 
 
 # ------------------------------------------------------------------------------------------ files
@@ -254,12 +297,12 @@ def board_records(board: Path) -> list[dict]:
         return store_records(uri)
 
 
-def write_tables(recs: list[dict], results: Path = RESULTS, max_instances: int | None = None) -> None:
+def write_tables(recs: list[dict], results: Path = RESULTS) -> None:
     write_section(NER_SECTION, ner_section(recs), results)
-    write_section(SENTENCE_SECTION, sentence_section(recs, max_instances), results)
+    write_section(SENTENCE_SECTION, sentence_section(recs), results)
 
 
-def publish(client, board: str | Path, results: Path, max_instances: int | None = None) -> None:
+def publish(client, board: str | Path, results: Path) -> None:
     """Export the store's results runs into ``board`` (whole or not at all) and rewrite the NER and
     sentence tables of ``results`` from the store."""
     from multigrain.platform.portable import write_board
@@ -267,26 +310,46 @@ def publish(client, board: str | Path, results: Path, max_instances: int | None 
 
     recs = records(client, filter_string=RESULTS_RUNS, history=True)
     write_board(board, recs)
-    write_tables(recs, Path(results), max_instances)
+    write_tables(recs, Path(results))
 
 
 def main(argv=None) -> int:
     from multigrain.platform.errors import MultigrainError
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument("--board", default=str(BOARD), help="portable leaderboard file (default: the committed one)")
-    source.add_argument("--tracking-uri", help="read this MLflow store instead of importing --board")
+    parser.add_argument("--board", help=f"portable leaderboard file (default: the committed one, {BOARD.relative_to(ROOT)})")
+    parser.add_argument("--tracking-uri", help="read this MLflow store instead of importing --board; with --suite: the "
+                                               "store of the suite's runs (default ./mlruns.db)")
+    parser.add_argument("--suite", action="append", default=[], metavar="SUITE",
+                        help="record this suite's finished runs as rows, merge them into --board, rewrite the tables")
+    parser.add_argument("--only", metavar="PATTERN", help="with --suite: only these entries (as multigrain suite --only)")
+    parser.add_argument("--runs-dir", default="runs", help="with --suite: where its run directories are (default runs/)")
     parser.add_argument("--results", default=str(RESULTS))
     args = parser.parse_args(argv)
+    if not args.suite and args.board and args.tracking_uri:
+        parser.error("--board or --tracking-uri (both only with --suite: the board merged into that store)")
+    if args.only and not args.suite:
+        parser.error("--only goes with --suite")
+    board = Path(args.board or BOARD)
     try:
-        recs = store_records(args.tracking_uri) if args.tracking_uri else board_records(Path(args.board))
+        if args.suite:
+            from results_md import open_results, record_suite
+
+            client = open_results(args.tracking_uri, board)
+            for suite in args.suite:
+                record_suite(client, suite, args.only, args.runs_dir, args.tracking_uri,
+                             lambda line: print(line, flush=True))
+            publish(client, board, Path(args.results))
+            print(f"{args.results}: {NER_SECTION[3:]} and {SENTENCE_SECTION[3:]} written; results runs exported to "
+                  f"{board}")
+            return 0
+        recs = store_records(args.tracking_uri) if args.tracking_uri else board_records(board)
     except MultigrainError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     write_tables(recs, Path(args.results))
     print(f"{args.results}: {NER_SECTION[3:]} and {SENTENCE_SECTION[3:]} written from "
-          f"{args.tracking_uri or args.board} ({len(recs)} runs)")
+          f"{args.tracking_uri or board} ({len(recs)} runs)")
     return 0
 
 

@@ -17,7 +17,8 @@ A suite file evaluates to::
 Every (entry, config, seed) is one run: the resolved spec's hash is its identity and its run
 directory is ``<runs>/<spec stem>[-<tag>]-<hash8>`` (a ``multigrain train`` of the same spec
 without ``-s`` uses the same directory, so either reuses the other's run). The ``config`` tag is
-the leaderboard's ``[tag]``.
+the leaderboard's ``[tag]``; ``run_tags`` are what a run's MLflow row carries besides (spec name,
+configuration, overrides, epochs, device, date), so every suite run can be a results-table row.
 
 ``check`` compares the runs' test scores with a committed board (``leaderboard --export``'s
 format): an entry is *reproduced* when its mean lies inside the committed mean +- 2 sd (+- 0.5
@@ -53,6 +54,7 @@ class SuiteRun:
     spec_hash: str
     run_dir: str
     options: dict = field(default_factory=dict)  # Ray options: num_cpus, num_gpus, memory
+    overrides: list = field(default_factory=list)  # the -o texts of its entry and configuration
 
     @property
     def label(self) -> str:
@@ -201,13 +203,35 @@ def plan(suite_path: str | Path, suite: dict, runs_root: str | Path = "runs", on
                 options = {RESOURCE_KEYS[k]: (v * 2**30 if k == "memory_gb" else v)
                            for k, v in (entry.get("resources") or {}).items()}
                 options.setdefault("num_cpus", 1)
-                runs.append(SuiteRun(name, len(runs), str(spec_file), tag, seed, spec, digest, str(run_dir), options))
+                runs.append(SuiteRun(name, len(runs), str(spec_file), tag, seed, spec, digest, str(run_dir), options,
+                                     texts))
     if problems:
         raise SpecError(list(dict.fromkeys(problems)), str(suite_path))
     if not runs and only:
         raise ConfigurationError(f"--only {only!r}: no entry of {suite_path} matches (an fnmatch pattern, or an "
                                  f"entry's exact name); its entries: {', '.join(dict.fromkeys(names))}")
     return runs
+
+
+def run_tags(r: SuiteRun, result: Optional[dict] = None, when: Optional[float] = None) -> dict[str, str]:
+    """What makes a suite run a row of a results table (tags of its MLflow run): ``spec_name``
+    (the spec's stem), ``config`` (the entry's tag), ``suite_entry``, ``overrides`` (JSON list of the
+    entry's and the configuration's ``-o`` texts) and a ``note`` naming them, ``num_epochs``,
+    ``device`` (``result``'s, where it trained) and ``date`` (``when`` in seconds since the epoch,
+    else when its metrics.json was written, else today). Empty values are left out."""
+    import time
+
+    if when is None:
+        try:
+            when = (Path(r.run_dir) / "metrics.json").stat().st_mtime
+        except OSError:
+            when = time.time()
+    trainer = r.spec.get("trainer") if isinstance(r.spec.get("trainer"), dict) else {}
+    tags = {"spec_name": Path(r.spec_path).name.split(".")[0], "config": r.tag, "suite_entry": r.entry,
+            "overrides": json.dumps(r.overrides, ensure_ascii=False), "note": "; ".join(f"-o {o}" for o in r.overrides),
+            "num_epochs": str(trainer.get("num_epochs", "")), "device": str((result or {}).get("device") or ""),
+            "date": time.strftime("%Y-%m-%d", time.localtime(when))}
+    return {k: v for k, v in tags.items() if v}
 
 
 def describe_plan(runs: list[SuiteRun]) -> list[str]:

@@ -1,11 +1,12 @@
-"""The results tables come from MLflow: the results scripts record their runs as table rows, merge
-them with the portable leaderboard file (rows measured by earlier sessions and other machines stay;
-a seed already there is not trained again) and regenerate RESULTS.md's NER and sentence sections
-from the store; the other sections are left as they were. Training is replaced by a stub returning
-known metrics, so the tables can be checked to the digit. The committed file regenerates today's
-tables byte for byte."""
+"""The results tables come from MLflow: a suite's finished runs (``multigrain suite``) are recorded
+as table rows (one per entry and configuration, its seeds' runs), merged with the portable
+leaderboard file (rows measured by earlier sessions and other machines stay) and RESULTS.md's NER
+and sentence sections are regenerated from the store; the other sections are left as they were.
+Training is replaced by finished run directories with known metrics, so the tables can be checked
+to the digit. The committed file regenerates today's tables byte for byte."""
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -13,110 +14,115 @@ from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import ner_results  # noqa: E402
 import results_md  # noqa: E402
 import results_tables  # noqa: E402
-import sentence_results  # noqa: E402
 
 
-@pytest.fixture
-def fake_training(monkeypatch):
-    """``train_or_reuse`` stub: seed s gets test accuracy 0.80 + s/100 (13 -> 0.93); records calls."""
+def finish(run, acc: float, epochs: int = 3) -> None:
+    """A suite run's directory holding a finished run of its spec: test F1/accuracy ``acc``."""
     from multigrain.platform.experiment import identity
-    from multigrain.platform.specs import spec_hash
 
-    calls = []
-
-    def train_or_reuse(spec, run_dir, tracking_uri=None, source=None, track=True):
-        calls.append((spec["seed"], str(run_dir)))
-        acc = 0.80 + spec["seed"] / 100
-        return {"spec_hash": spec_hash(spec), "run_dir": str(run_dir), "source": source, **identity(spec),
-                "finished": True, "leaderboard_metric": "accuracy" if spec["task"] != "ner" else "f1",
-                "test": {"accuracy": acc, "macro_f1": acc - 0.01, "f1": acc},
-                "validation": {"accuracy": acc - 0.02, "f1": acc - 0.02}, "seconds": 60.0, "best_epoch": 2,
-                "epochs_completed": 3, "device": "GPU Fake",
-                "history": [{"epoch": e, "train_loss": 1.0 / e, "validation_accuracy": acc - 0.1 / e} for e in (1, 2, 3)]}
-
-    monkeypatch.setattr(results_md, "train_or_reuse", train_or_reuse)
-    return calls
+    result = {"spec_hash": run.spec_hash, "run_dir": run.run_dir, **identity(run.spec), "finished": True,
+              "leaderboard_metric": "f1" if run.spec["task"] == "ner" else "accuracy",
+              "test": {"accuracy": acc, "macro_f1": acc - 0.01, "f1": acc},
+              "validation": {"accuracy": acc - 0.02, "f1": acc - 0.02}, "seconds": 60.0, "best_epoch": epochs - 1,
+              "epochs_completed": epochs, "device": "GPU Fake",
+              "history": [{"epoch": e, "train_loss": 1.0 / e, "validation_f1": acc - 0.1 / e} for e in range(1, 4)]}
+    path = Path(run.run_dir)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "metrics.json").write_text(json.dumps(result), encoding="utf-8")
 
 
-def results_file(tmp_path):
-    path = tmp_path / "RESULTS.md"
-    path.write_text("# Benchmark results\n\n## CRF decode\n\nkept line\n", encoding="utf-8")
-    return path
-
-
-def board_run(run_id: str, experiment: str, key: str, tags: dict, metrics: dict) -> dict:
+def board_run(run_id: str, experiment: str, key: str, tags: dict, metrics: dict, when: int = 1795000000000) -> dict:
     """A run of another session or machine, as a portable leaderboard file holds it."""
-    return {"id": run_id, "experiment": experiment, "name": key, "status": "FINISHED", "start_time": 1795000000000,
-            "end_time": 1795000060000, "params": {}, "history": {}, "metrics": metrics,
-            "tags": {"results_key": key, "results_row": json.dumps([run_id]), "results_time": "1795000000000",
+    return {"id": run_id, "experiment": experiment, "name": key, "status": "FINISHED", "start_time": when,
+            "end_time": when + 60000, "params": {}, "history": {}, "metrics": metrics,
+            "tags": {"results_key": key, "results_row": json.dumps([run_id]), "results_time": str(when),
                      "leaderboard": "true", "device": "CPU", "date": "2026-11-23", **tags}}
 
 
-def common(tmp_path, *args):
-    return [*args, "--results", str(tmp_path / "RESULTS.md"), "--board", str(tmp_path / "board.json"),
-            "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}", "--runs-dir", str(tmp_path / "runs")]
-
-
-def test_sentence_rows_add_seeds_without_training_kept_ones(tmp_path, fake_training):
-    from multigrain.platform.portable import read_board, write_board
-
-    results = results_file(tmp_path)
-    summary = board_run("elsewhere/bq_big", "pair/bq", "bq_big", {
-        "results_table": "sentence", "spec_name": "bq_big", "num_epochs": "10", "overrides": "[]",
-        "summary_test_a": "71.00 ± 0.10", "summary_test_b": "70.90 ± 0.10", "summary_dev": "72.00 ± 0.20",
-        "summary_seeds": "3", "summary_minutes": "5.0"}, {"test_accuracy": 0.71})
-    write_board(tmp_path / "board.json", [summary])
-    args = common(tmp_path, "--only", "chnsenticorp_backbone", "--epochs", "3")
-    assert sentence_results.main(args + ["--seeds", "1"]) == 0
-    assert [seed for seed, _ in fake_training] == [13]
-    assert sentence_results.main(args + ["--seeds", "2"]) == 0
-    assert [seed for seed, _ in fake_training] == [13, 14]  # seed 13 came from the store
-    fresh = [a.replace("m.db", "fresh.db") for a in args]  # another machine: the board alone brings the seeds
-    assert sentence_results.main(fresh + ["--seeds", "1"]) == 0  # fewer seeds asked: the stored ones stay
-    assert [seed for seed, _ in fake_training] == [13, 14]
-
-    text = results.read_text(encoding="utf-8")
-    assert "## CRF decode\n\nkept line\n" in text
-    # seeds 13 and 14: accuracy 93 and 94 -> 93.50 ± 0.71 (sample std); macro-F1 one less; dev two less
-    assert "| cls/chnsenticorp | backbone | 93.50 ± 0.71 | 92.50 ± 0.71 | 91.50 ± 0.71 | 2 | 3 | 1.0 |" in text
-    assert "| pair/bq | big | 71.00 ± 0.10 | 70.90 ± 0.10 | 72.00 ± 0.20 | 3 | 10 | 5.0 |" in text  # imported row
-    assert "GPU Fake (" in text
-    runs = read_board(tmp_path / "board.json")
-    seeds = sorted(r["tags"]["seed"] for r in runs if r["tags"].get("results_key") == "chnsenticorp_backbone")
-    assert seeds == ["13", "14"] and len(runs) == 3
-    mine = next(r for r in runs if r["tags"].get("seed") == "14")
-    assert mine["name"].startswith("chnsenticorp_backbone ") and mine["name"].endswith(" seed 14")
-    assert [e for e, _ in mine["history"]["train_loss"]] == [1, 2, 3] and mine["tags"]["spec_hash"]
-
-
-def test_sentence_row_drops_seeds_of_another_spec(tmp_path, fake_training):
-    results = results_file(tmp_path)
-    args = common(tmp_path, "--only", "chnsenticorp_backbone")
-    assert sentence_results.main(args + ["--seeds", "2", "--epochs", "3"]) == 0
-    assert sentence_results.main(args + ["--seeds", "1", "--epochs", "4"]) == 0  # a changed spec trains anew
-    assert [seed for seed, _ in fake_training] == [13, 14, 13]
-    text = results.read_text(encoding="utf-8")
-    assert "| cls/chnsenticorp | backbone | 93.00 ± 0.00 | 92.00 ± 0.00 | 91.00 ± 0.00 | 1 | 4 | 1.0 |" in text
-
-
-def test_ner_rows_of_earlier_sessions_stay(tmp_path, fake_training):
+@pytest.fixture
+def suite(tmp_path):
+    """A suite of two shipped specs (the NER one twice: untagged, 1 seed; [e3], 2 seeds; the
+    sentence one [small], 3 seeds) and a board with rows of earlier sessions."""
     from multigrain.platform.portable import write_board
 
-    results = results_file(tmp_path)
-    earlier = board_run("elsewhere/msra_plte_vec", "ner/msra", "msra_plte_vec", {
-        "results_table": "ner", "dataset": "msra", "spec_name": "msra_plte_vec", "note": ""},
-        {"best_validation_f1": 0.9354, "test_f1": 0.9060, "epochs_completed": 10, "best_epoch": 9, "seconds": 98.9 * 60})
-    write_board(tmp_path / "board.json", [earlier])
-    assert ner_results.main(common(tmp_path, "--specs", "resume_bilstm_crf", "--epochs", "3")) == 0
-    text = results.read_text(encoding="utf-8")
-    lines = [line for line in text.splitlines() if line.startswith("| resume") or line.startswith("| msra")]
-    assert lines == ["| resume | bilstm_crf | 91.00 | 93.00 | 91.87 (BiG Tab. IV, LSTM) | 3 (2) | 1.0 | "
-                     "--epochs 3 (spec: 8) |",
-                     "| msra | plte_vec | 93.54 | 90.60 | 93.26 (PLTE Tab. 2) | 10 (9) | 98.9 |  |"]
-    assert "## CRF decode\n\nkept line\n" in text and "GPU Fake (" in text
+    ner, cls = (str(ROOT / "jsonnet_configs" / p) for p in ("ner/resume_bilstm_crf.jsonnet",
+                                                            "cls/chnsenticorp_backbone.jsonnet"))
+    entries = [{"spec": ner, "seeds": [13]}, {"spec": ner, "seeds": [13, 14], "configs": {"e3": ["trainer.num_epochs=3"]}},
+               {"spec": cls, "seeds": [13, 14, 15], "configs": {"small": {"model.embedder.num_layers": 2}}}]
+    path = tmp_path / "suite.json"
+    path.write_text(json.dumps({"entries": entries}), encoding="utf-8")
+    earlier = [board_run("elsewhere/msra_plte_vec", "ner/msra", "msra_plte_vec", {
+        "results_table": "ner", "dataset": "msra", "spec_name": "msra_plte_vec", "note": "", "seed": "13"},
+        {"best_validation_f1": 0.9354, "test_f1": 0.9060, "epochs_completed": 10, "best_epoch": 9, "seconds": 98.9 * 60}),
+        board_run("elsewhere/resume_bilstm_crf", "ner/resume", "resume_bilstm_crf", {
+            "results_table": "ner", "dataset": "resume", "spec_name": "resume_bilstm_crf", "note": "old", "seed": "13"},
+            {"best_validation_f1": 0.5, "test_f1": 0.5, "epochs_completed": 1, "best_epoch": 1, "seconds": 60})]
+    write_board(tmp_path / "board.json", earlier)
+    results = tmp_path / "RESULTS.md"
+    results.write_text("# Benchmark results\n\n## CRF decode\n\nkept line\n", encoding="utf-8")
+    return {"path": str(path), "board": tmp_path / "board.json", "results": results, "runs": str(tmp_path / "runs"),
+            "args": ["--suite", str(path), "--board", str(tmp_path / "board.json"), "--results", str(results),
+                     "--runs-dir", str(tmp_path / "runs"), "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}"]}
+
+
+def test_a_suites_finished_runs_become_rows_merged_with_the_board(suite, tmp_path, capsys):
+    from multigrain.platform import suite as suites
+    from multigrain.platform.portable import read_board
+
+    runs = suites.plan(suite["path"], suites.load_suite(suite["path"]), suite["runs"], check_data_paths=False)
+    for r in runs[:-1]:  # the last sentence seed has not finished: the row holds 2 of its 3 seeds
+        finish(r, 0.80 + r.seed / 100)
+    assert results_tables.main(suite["args"]) == 0
+    out = capsys.readouterr().out
+    assert "resume_bilstm_crf[e3]: 2 of 2 seeds recorded in the ner table" in out
+    assert "chnsenticorp_backbone[small]: 2 of 3 seeds recorded in the sentence table" in out
+    text = suite["results"].read_text(encoding="utf-8")
+    assert "## CRF decode\n\nkept line\n" in text and text.endswith("`\n") and not text.endswith("\n\n") and "GPU Fake (" in text
+    ner = [line for line in text.splitlines() if line.startswith(("| resume", "| msra"))]
+    assert ner == ["| resume | bilstm_crf | 91.00 | 93.00 | 91.87 (BiG Tab. IV, LSTM) | 3 (2) | 1.0 |  |",  # replaced
+                   "| resume | bilstm_crf [e3] | 91.50 ± 0.71 | 93.50 ± 0.71 | – | 3 (2, 2) | 1.0 | "
+                   "2 seeds (13, 14); -o trainer.num_epochs=3 |",
+                   "| msra | plte_vec | 93.54 | 90.60 | 93.26 (PLTE Tab. 2) | 10 (9) | 98.9 |  |"]  # kept
+    # seeds 13 and 14: accuracy 93 and 94 -> 93.50 ± 0.71 (sample std); macro-F1 one less; dev two less
+    assert "| cls/chnsenticorp | backbone [small] | 93.50 ± 0.71 | 92.50 ± 0.71 | 91.50 ± 0.71 | 2 | 10 | 1.0 |" in text
+    assert "- `[small]`: `-o model.embedder.num_layers=2`" in text
+
+    board = read_board(suite["board"])
+    small = sorted((r for r in board if r["tags"].get("results_key") == "chnsenticorp_backbone[small]"),
+                   key=lambda r: r["tags"]["seed"])
+    assert [r["tags"]["seed"] for r in small] == ["13", "14"] and all(r["tags"]["config"] == "small" for r in small)
+    assert small[0]["tags"]["suite_entry"] == "chnsenticorp_backbone [small]" and small[0]["tags"]["device"] == "GPU Fake"
+    assert small[0]["tags"]["spec_name"] == "chnsenticorp_backbone" and small[0]["tags"]["num_epochs"] == "10"
+    assert len(board) == 2 + 5  # the earlier rows (one replaced, not dropped: its run stays) and the suite's runs
+
+    # the board alone (a fresh clone) regenerates the same tables; recording again changes nothing
+    fresh = tmp_path / "fresh.md"
+    fresh.write_text(text, encoding="utf-8")
+    assert results_tables.main(["--board", str(suite["board"]), "--results", str(fresh)]) == 0
+    assert fresh.read_text(encoding="utf-8") == text
+    assert results_tables.main(suite["args"]) == 0
+    assert suite["results"].read_text(encoding="utf-8") == text and len(read_board(suite["board"])) == 7
+
+
+def test_a_suite_row_of_several_seeds_replaces_the_seed_rows_it_holds():
+    """Older NER rows kept each extra seed as a ``[seedN]`` row; a later suite row of the spec that
+    holds seed N hides it (one it does not hold stays)."""
+    def run(key, seed, when, ids=None):
+        return {"id": f"{key}/{seed}", "experiment": "ner/resume", "status": "FINISHED", "start_time": when,
+                "metrics": {"test_f1": 0.9 + seed / 1000, "best_validation_f1": 0.9, "epochs_completed": 3,
+                            "best_epoch": 2, "seconds": 60},
+                "tags": {"results_table": "ner", "results_key": key, "results_time": str(when), "seed": str(seed),
+                         "results_row": json.dumps(ids or [f"{key}/{seed}"]), "dataset": "resume",
+                         "spec_name": "resume_big", "device": "CPU", "date": "2026-11-27"}}
+
+    suite_ids = ["resume_big/13", "resume_big/14"]
+    recs = [run("resume_big[seed14]", 14, 1), run("resume_big[seed15]", 15, 1),
+            run("resume_big", 13, 2, suite_ids), run("resume_big", 14, 2, suite_ids)]
+    lines = [line for line in results_tables.ner_section(recs) if line.startswith("| resume")]
+    assert [line.split(" | ")[1] for line in lines] == ["big", "big [seed15]"]
+    assert lines[0].split(" | ")[3] == "91.35 ± 0.07" and "2 seeds (13, 14)" in lines[0]
 
 
 def test_committed_board_regenerates_the_tables_byte_identically(tmp_path):
@@ -158,8 +164,8 @@ def test_paper_numbers_live_in_one_file():
     assert paper_number("ner/resume", "resume_plte_vec") == "95.40 (PLTE Tab. 1)"  # the _vec spec: the same model
     assert paper_number("ner/weibo", "weibo_lattice_lstm") == "53.13 (PLTE Tab. 2; 58.79 later)"
     assert paper_number("ner/resume", "resume_quickstart") is None
-    for script in ("ner_results.py", "sentence_results.py", "results_tables.py"):
-        assert "95.40" not in (ROOT / "benchmarks" / script).read_text(encoding="utf-8")
+    assert "95.40" not in (ROOT / "benchmarks" / "results_tables.py").read_text(encoding="utf-8")
+    assert not (ROOT / "benchmarks" / "ner_results.py").exists() and not (ROOT / "benchmarks" / "sentence_results.py").exists()
 
 
 def test_ner_seed_spread_is_mean_and_sample_std_over_seed_rows():

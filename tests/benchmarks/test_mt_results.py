@@ -4,6 +4,7 @@ with training replaced by a stub returning known scores."""
 import json
 import statistics
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -19,20 +20,25 @@ def fake_bleu(encoder: str, seed: int, name: str) -> float:
     return 20.0 + (1.5 if encoder == "big" else 0.0) + (seed - 13) * 0.7 + len(name) / 10
 
 
+def fake_result(spec: dict, run_dir, spec_hash: str = "h") -> dict:
+    """A finished run of ``spec``: BLEU ``fake_bleu`` on each of its test sets."""
+    encoder = spec["model"]["encoder"]["type"]
+    sets = {name: {"data": entry["path"], "examples": 100,
+                   "metrics": {"bleu": fake_bleu(encoder, spec["seed"], name), "chrf": 40.0},
+                   "tracking_tags": {"sacrebleu_signature": f"nrefs:{mt_results.REFERENCES[name]}|case:lc"}}
+            for name, entry in spec["test_sets"].items()}
+    return {"finished": True, "run_dir": str(run_dir), "spec_hash": spec_hash, "training_seconds": 120.0 * spec["seed"],
+            "epochs_completed": 1, "best_epoch": 1, "device": "CPU Fake", "validation": {"bleu": 10.0},
+            "test_sets": sets}
+
+
 @pytest.fixture
 def fake_training(monkeypatch):
     calls = []
 
     def train_or_reuse(spec, run_dir, tracking_uri=None, source=None, track=True):
-        encoder = spec["model"]["encoder"]["type"]
-        calls.append((encoder, spec["seed"], str(run_dir)))
-        sets = {name: {"data": entry["path"], "examples": 100,
-                       "metrics": {"bleu": fake_bleu(encoder, spec["seed"], name), "chrf": 40.0},
-                       "tracking_tags": {"sacrebleu_signature": f"nrefs:{mt_results.REFERENCES[name]}|case:lc"}}
-                for name, entry in spec["test_sets"].items()}
-        return {"finished": True, "run_dir": str(run_dir), "spec_hash": "h", "training_seconds": 120.0 * spec["seed"],
-                "epochs_completed": 1, "best_epoch": 1, "device": "CPU Fake", "validation": {"bleu": 10.0},
-                "test_sets": sets}
+        calls.append((spec["model"]["encoder"]["type"], spec["seed"], str(run_dir)))
+        return fake_result(spec, run_dir)
 
     monkeypatch.setattr(results_md, "train_or_reuse", train_or_reuse)
     monkeypatch.setattr(mt_results, "count_parameters",
@@ -205,3 +211,28 @@ def test_the_cpu_variant_records_what_each_run_cost(fake_training, tmp_path, mon
     assert run["pairs_seen"] == 120_000 * 1 and run["updates"] == 1875  # the stub completes 1 epoch of 64-pair batches
     assert run["cpu_seconds"] >= 0 and len(run["load_average"]["before"]) == 3
     assert saved["settings"]["train_pairs"] == "120,000" and saved["settings"]["size"] == "small (cpu recipe)"
+
+
+def test_the_table_of_a_suites_finished_runs_trains_nothing(fake_training, tmp_path, monkeypatch):
+    """``--suite``: the table of the translation suite's runs finished in their run directories
+    (``multigrain suite`` trained them); an unfinished one is left out, nothing is trained."""
+    from multigrain.platform import suite as suites
+
+    monkeypatch.chdir(ROOT)
+    path = ROOT / "jsonnet_configs" / "suites" / "mt.jsonnet"
+    runs = suites.plan(path, suites.load_suite(path), tmp_path / "runs", check_data_paths=False)
+    for r in runs:
+        if (r.spec["model"]["encoder"]["type"], r.seed) != ("transformer", 15):
+            Path(r.run_dir).mkdir(parents=True)
+            Path(r.run_dir, "metrics.json").write_text(json.dumps(fake_result(r.spec, r.run_dir, r.spec_hash)))
+    results, out = tmp_path / "RESULTS.md", tmp_path / "mt.json"
+    assert mt_results.main(["--suite", str(path), "--runs-dir", str(tmp_path / "runs"), "--results", str(results),
+                            "--out", str(out)]) == 0
+    assert fake_training == []
+    lines = {line.split(" | ")[0].strip("| "): [c.strip() for c in line.strip("|").split("|")]
+             for line in results.read_text(encoding="utf-8").splitlines() if line.startswith("| ")}
+    assert lines["transformer"][:3] == ["transformer", "2", "1,000"] and lines["big"][:3] == ["big", "3", "1,100"]
+    tvsub = [fake_bleu("big", s, "tvsub") for s in (13, 14, 15)]
+    assert f"{statistics.fmean(tvsub):.2f} ± {statistics.stdev(tvsub):.2f}" in lines["big"]
+    settings = json.loads(out.read_text(encoding="utf-8"))["settings"]
+    assert settings["size"] == "small" and settings["seeds"] == "13, 14, 15" and settings["argv"].startswith("--suite")

@@ -1,7 +1,9 @@
 """Running a suite's runs (``platform/suite.py``) as Ray tasks: each placed by its own resources
 (fractional GPUs pack several on one GPU), a finished run reused, an unfinished one resumed from
 its ``last.pt``, a task whose worker died retried (``max_retries``), every run logged to MLflow
-from this driver (workers never write the store). Two suites on one store never train one run
+from this driver (workers never write the store) with its suite tags (``suite.run_tags``: spec
+name, configuration, overrides, epochs, device, date; ``logged_runs`` finds and tags a plan's
+finished runs without Ray, for the results tables). Two suites on one store never train one run
 twice: a task holds a blocking lock on its run directory (``.<run dir>.suite-lock``) while it
 trains, so the second waits, then finds the run finished and reuses it.
 """
@@ -129,17 +131,59 @@ def run_suite(runs: list[SuiteRun], max_retries: int = 2, uri: Optional[str] = N
     return outcome
 
 
+def logged_runs(runs: list[SuiteRun], uri: Optional[str] = None,
+                print_line: Callable[[str], None] = print) -> dict[int, str]:
+    """index -> MLflow run id of every finished run of ``runs`` (no Ray, nothing trained), each
+    tagged as its suite run (``suite.run_tags``): a run finished in its directory is logged unless
+    it is already (``reuse_finished``); otherwise the store's latest finished run of its spec hash,
+    trained elsewhere (another machine's, imported from a board), if there is one."""
+    from multigrain.platform import tracking
+    from multigrain.platform.ray.sweep import finished_runs
+
+    ids = {i: o["run_id"] for i, o in reuse_finished(runs, uri, True, print_line).items() if o.get("run_id")}
+    rest = [r for r in runs if r.index not in ids]
+    stored = finished_runs(rest, uri) if rest else {}
+    if stored:
+        client = tracking.open_store(tracking.tracking_uri(uri))
+        for r in rest:
+            if r.spec_hash in stored:
+                run = stored[r.spec_hash]
+                ids[r.index] = run.info.run_id
+                tag_run(client, r, run.info.run_id, {}, (run.info.end_time or run.info.start_time) / 1000)
+    return ids
+
+
+def tag_run(client, r: SuiteRun, run_id: str, result: dict, when: Optional[float] = None) -> None:
+    """The suite's tags (``suite.run_tags``) on a run and on its rows of other test sets; a ``note``,
+    ``device`` or ``date`` the run has already (written where it trained) is kept."""
+    from mlflow.entities import RunTag
+
+    from multigrain.platform.suite import run_tags
+
+    had = client.get_run(run_id).data.tags
+    tags = [RunTag(k, v) for k, v in run_tags(r, result, when).items() if k not in ("note", "device", "date") or
+            k not in had]
+    client.log_batch(run_id, tags=tags, synchronous=True)
+    run_dir = had.get("run_dir")
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    rows = client.search_runs(experiments, filter_string=f"tags.spec_hash = '{r.spec_hash}' and "
+                                                         f"tags.evaluated_on LIKE '%'") if experiments else []
+    for row in rows:
+        if row.data.tags.get("run_dir") == run_dir:
+            client.log_batch(row.info.run_id, tags=tags, synchronous=True)
+
+
 def _log(r: SuiteRun, result: dict, logged: dict, uri, print_line) -> Optional[str]:
     """Log a run to MLflow once (a run that this or another suite logged before is not logged
-    again), with its suite tag as the leaderboard's ``config``."""
+    again), tagged as a suite run (its suite tag is the leaderboard's ``config``); returns its id."""
     from multigrain.platform import tracking as mlflow_tracking
 
-    if r.spec_hash in logged:
-        return logged[r.spec_hash].info.run_id
     try:  # named after its spec file (a run directory's name carries the tag)
-        run_id = mlflow_tracking.replay({**result, "source": r.spec_path}, r.spec, uri)
-        if r.tag:
-            mlflow_tracking.open_store(mlflow_tracking.tracking_uri(uri)).set_tag(run_id, "config", r.tag)
+        if r.spec_hash in logged:
+            run_id = logged[r.spec_hash].info.run_id
+        else:
+            run_id = mlflow_tracking.replay({**result, "source": r.spec_path}, r.spec, uri)
+        tag_run(mlflow_tracking.open_store(mlflow_tracking.tracking_uri(uri)), r, run_id, result)
         return run_id
     except Exception as e:  # the run directory still holds the result: `multigrain log` can add it later
         print_line(f"warning: {r.label}: trained, but logging to MLflow failed: {e}")

@@ -1,5 +1,6 @@
 """``multigrain suite``: a suite file's structure errors, its plan (specs x configurations x seeds),
-training on a local Ray with reuse, resume and MLflow rows, two suites at once, and ``--check``
+training on a local Ray with reuse, resume and MLflow rows tagged as suite runs (and so rows of
+RESULTS.md's tables: ``benchmarks/results_tables.py --suite``), two suites at once, and ``--check``
 against a leaderboard export. Every run is a 1-epoch BiLSTM-CRF on 12 Resume sentences."""
 import json
 import threading
@@ -21,6 +22,17 @@ def ray_local():
              log_to_driver=False)
     yield
     ray.shutdown()
+
+
+def benchmark_module(name: str):
+    """A module of benchmarks/ (not a package: its scripts import each other by name)."""
+    import importlib
+    import sys
+
+    folder = str(Path(__file__).resolve().parents[3] / "benchmarks")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    return importlib.import_module(name)
 
 
 def write_suite(directory: Path, entries: list, name: str = "suite.json") -> str:
@@ -115,11 +127,29 @@ def test_suite_trains_logs_then_reuses_resumes_and_checks(ray_local, tiny, capsy
     assert sorted(r.data.tags["spec_hash"] for r in training) == sorted(r.spec_hash for r in runs)
     assert sorted(r.data.tags.get("config") for r in training) == ["a", "a", "b", "b"]
 
+    first_tags = next(r.data.tags for r in training if r.data.tags["spec_hash"] == first.spec_hash)
+    assert first_tags["suite_entry"] == "tiny [a]" and first_tags["spec_name"] == "tiny"
+    assert json.loads(first_tags["overrides"]) == ["trainer.num_epochs=2"] and first_tags["num_epochs"] == "2"
+    assert first_tags["note"] == "-o trainer.num_epochs=2" and first_tags["device"] and first_tags["date"]
+
     # again: everything reused, nothing trained or logged twice (and no Ray needed)
     assert cli_main(["suite", two, "--runs-dir", tiny["runs"], "--tracking-uri", tiny["uri"]]) == 0
     out = capsys.readouterr().out
     assert "0 to train, 0 to resume, 4 to reuse" in out and out.count("reused ") == 4
     assert len(mlflow_runs(tiny["uri"])) == len(logged)
+
+    # the suite's runs as rows of RESULTS.md's NER table and of a board (benchmarks/results_tables.py)
+    results_tables = benchmark_module("results_tables")
+    results, rows_board = tiny["dir"] / "RESULTS.md", tiny["dir"] / "rows.json"
+    assert results_tables.main(["--suite", two, "--runs-dir", tiny["runs"], "--tracking-uri", tiny["uri"],
+                                "--board", str(rows_board), "--results", str(results)]) == 0
+    rows = [line.split(" | ") for line in results.read_text(encoding="utf-8").splitlines() if line.startswith("| tiny")]
+    assert [(r[1], r[-1].removesuffix(" |")) for r in rows] == [("tiny [a]", "2 seeds (13, 14); -o trainer.num_epochs=2"),
+                                             ("tiny [b]", "2 seeds (13, 14); -o trainer.num_epochs=2; "
+                                                          "-o trainer.optimizer.lr=0.02")]
+    assert all(" ± " in r[3] and r[5].startswith("2 (") for r in rows)  # test F1 over 2 seeds; 2 epochs each
+    assert len(json.loads(rows_board.read_text())["runs"]) == 4
+    assert len(mlflow_runs(tiny["uri"])) == len(logged)  # tagged, not logged again
 
     # --check against an export of these runs: reproduced; shifted by 1 point: differs (exit 1)
     board = tiny["dir"] / "board.json"
