@@ -86,7 +86,7 @@ def check_beam(device: torch.device, _runs: Path) -> str:
 def check_lattice_bert(device: torch.device, _runs: Path) -> str:
     from multigrain.components.encoders.lattice_bert import LatticeBertEncoder
     from multigrain.components.lattice.types import Lattice, LatticeBatch
-    from multigrain.platform.training import move_to
+    from multigrain.platform.devices import move_to
 
     torch.manual_seed(0)
     text = list("研究生活很充实我们在北京大学读书")

@@ -117,7 +117,7 @@ def throughput(specs: dict, max_batches: int) -> dict:
 
     from multigrain.platform.config import build
     from multigrain.platform.experiment import Experiment, batches_for, build_vocabulary, read_all
-    from multigrain.platform.training import move_to, pick_device
+    from multigrain.platform.devices import move_to, pick_device
 
     device = pick_device(None)
     state = {}
@@ -433,7 +433,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     os.chdir(ROOT)  # the specs' data paths are relative to the repository root
     from results_md import write_section
-    from multigrain.platform.training import describe_device, pick_device
+    from multigrain.platform.devices import describe_device, pick_device
 
     out = Path(args.out)
     report = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}

@@ -90,7 +90,7 @@ def sentences_per_second(model, instances, batch_size: int, device, repeats: int
     import torch
 
     from multigrain.platform.batching import BatchIterator
-    from multigrain.platform.training import move_to
+    from multigrain.platform.devices import move_to
 
     batches = [move_to({k: v for k, v in batch.items() if k != "tags"}, device)
                for _, batch in BatchIterator(instances, model.tensorize, model.instance_length, batch_size,

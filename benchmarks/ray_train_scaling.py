@@ -37,10 +37,11 @@ def tiny_tagger_spec(folder: Path) -> dict:
 
 
 def timed(spec: dict, run_dir: Path) -> dict:
+    from multigrain.platform.ray.train import RayTrainCluster
     from multigrain.platform.runs import Run
 
     started = time.perf_counter()
-    result = Run(spec, run_dir).train()
+    result = Run(spec, run_dir).train(data_parallel=RayTrainCluster().launcher)
     return {"wall_s": time.perf_counter() - started, "epochs_s": result["training_seconds"],
             "losses": [h["train_loss"] for h in result["history"]], "device": result["device"]}
 

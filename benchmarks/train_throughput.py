@@ -61,11 +61,12 @@ import torch  # noqa: E402
 
 from multigrain.platform import run_marker  # noqa: E402
 from multigrain.platform.batching import BatchIterator  # noqa: E402
+from multigrain.platform.devices import move_to  # noqa: E402
 from multigrain.platform.experiment import build_vocabulary, read_all  # noqa: E402
 from multigrain.platform.precision import Precision  # noqa: E402
 from multigrain.platform.runs import Run  # noqa: E402
 from multigrain.platform.specs import load_spec  # noqa: E402
-from multigrain.platform.training import Trainer, move_to, seed_everything  # noqa: E402
+from multigrain.platform.training import Trainer, seed_everything  # noqa: E402
 
 MODELS = {
     "small": "jsonnet_configs/mt/tvsub_transformer_small.jsonnet",

@@ -21,7 +21,7 @@ from multigrain.platform.batching import DataLoaderConfig
 from multigrain.platform.data_parallel import Replica
 from multigrain.platform.experiment import batches_for
 from multigrain.platform.runs import Run
-from multigrain.platform.training import evaluate
+from multigrain.platform.evaluation import evaluate
 
 #: the tiny char_transformer backbone of the sentence-model tests
 CHAR_TRANSFORMER = {"type": "char_transformer", "hidden_size": 32, "num_layers": 2, "num_heads": 2,

@@ -104,6 +104,51 @@ def test_platform_imports_nothing_from_components():
     assert wrong == []
 
 
+#: the modules of a run and its training: they never know which executor trains a data-parallel run
+#: (``multigrain train`` hands ``Run.train`` Ray Train's as ``data_parallel``)
+RAY_FREE = ("runs", "run_plan", "run_training", "final_evaluation", "run_archive", "training", "devices",
+            "evaluation", "data_parallel")
+
+
+def imported_names(path: Path, name: str) -> set[str]:
+    """Every module name ``path`` (the module ``name``) imports anywhere: at the top, in functions,
+    under ``if TYPE_CHECKING:`` (relative imports made absolute; ``from a import b`` gives ``a`` and
+    ``a.b``)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = name.split(".")[:len(name.split(".")) - node.level]
+                base = ".".join(parent + ([base] if base else []))
+            found.add(base)
+            found.update(f"{base}.{a.name}" for a in node.names)
+    return found
+
+
+def knows_ray(names: set[str]) -> list[str]:
+    return sorted(n for n in names if n == "ray" or n.startswith("ray.") or n == "multigrain.platform.ray"
+                  or n.startswith("multigrain.platform.ray."))
+
+
+def test_the_import_finder_sees_imports_in_functions_and_type_checking_blocks(tmp_path):
+    (tmp_path / "m.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                   "    from multigrain.platform.ray.train import RayTrainCluster\n"
+                                   "def f():\n    from .ray import cluster\n    import ray.train\n")
+    names = imported_names(tmp_path / "m.py", "multigrain.platform.m")
+    assert knows_ray(names) == ["multigrain.platform.ray", "multigrain.platform.ray.cluster",
+                                "multigrain.platform.ray.train", "multigrain.platform.ray.train.RayTrainCluster",
+                                "ray.train"]
+
+
+@pytest.mark.parametrize("module", RAY_FREE)
+def test_the_run_and_its_training_import_nothing_of_ray(module):
+    path = PACKAGE / "platform" / f"{module}.py"
+    assert knows_ray(imported_names(path, f"multigrain.platform.{module}")) == []
+
+
 def test_no_module_over_400_lines():
     long = {str(p.relative_to(ROOT)): n for p in PACKAGE.rglob("*.py")
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}

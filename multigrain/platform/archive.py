@@ -149,7 +149,7 @@ class Archive:
         """JSON-ready predictions, in input order (computed in length buckets)."""
         import torch
 
-        from multigrain.platform.training import move_to
+        from multigrain.platform.devices import move_to
 
         batches = self.batches(instances, batch_size)
         by_position: dict[int, dict] = {}

@@ -1,6 +1,6 @@
 """What a finished run shows in the MLflow UI besides its metrics: learning curves (PNG and the
 data as JSON), the per-type report (NER), a confusion matrix (classification), a sample of test
-predictions, and the run's description. Made from the run's result dict (``Run._train``'s, or a
+predictions, and the run's description. Made from the run's result dict (``run_training.train_run``'s, or a
 ``metrics.json`` copied from another machine), so a replayed run gets the same files; matplotlib
 draws off-screen (Agg)."""
 from __future__ import annotations

@@ -21,12 +21,37 @@ sum of means over different units (a pre-training's masked-token mean plus its s
 mean) returns ``loss_terms``, ``{name: (mean, count)}`` summing to ``loss``; each term is then
 weighted by its own ``c_r / sum_r c_r`` (one all-reduce of the counts). What remains are
 float differences (summation order, padding to a slice's longest item instead of the batch's).
+
+The run (``runs.Run``) knows no launcher: whoever trains a spec with ``trainer.workers`` above 1
+hands it a ``DataParallel`` (``multigrain train``, a sweep trial: Ray Train's,
+``RayTrainCluster(...).launcher``), which makes the run's ``Launcher``.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional, Protocol
 
 import torch
+
+
+class Launcher(Protocol):
+    """The W replicas of one run's training (``platform/ray/train.py``'s ``Replicas``): they train
+    its epochs into the run directory (``best.pt``, ``last.pt``) while the run does the rest."""
+
+    @property
+    def device(self) -> torch.device:
+        """The kind of device each replica trains on (checked against the ``trainer`` section)."""
+
+    def train(self, resume: bool, stop_after_epoch: Optional[int], live,
+              epoch_lines: bool = True) -> tuple[dict, bool, float]:
+        """(the trainer's summary, finished, training seconds of earlier calls); every epoch goes to
+        ``live`` (``live_log.LiveLog``) as it ends."""
+
+    def describe(self) -> str:
+        """Where the run trained, for its results."""
+
+
+#: makes a run's launcher: (the ``runs.Run``, its ``trainer.workers``) -> ``Launcher``
+DataParallel = Callable[[Any, int], Launcher]
 
 
 class Replica:

@@ -66,10 +66,10 @@ def machine_memory() -> int:
 
 
 def device_memory(cuda_device: Optional[int]) -> tuple[int, str]:
-    """(bytes, what they are) of the device training would use (``training.pick_device``'s choice)."""
+    """(bytes, what they are) of the device training would use (``devices.pick_device``'s choice)."""
     import torch
 
-    from multigrain.platform.training import pick_device
+    from multigrain.platform.devices import pick_device
 
     device = pick_device(cuda_device)
     if device.type == "cuda":

@@ -114,7 +114,7 @@ def evaluate_test_sets(exp, model, device, instances: dict[str, list], batches_o
     model's ``tracking_tags()`` right after that evaluation: a sacrebleu signature names the set's
     reference count) and ``test_<name>_<metric>`` for each score; ``batches_of(instances)``: the
     evaluation batches."""
-    from multigrain.platform.training import evaluate
+    from multigrain.platform.evaluation import evaluate
 
     if not instances:
         return {}
@@ -168,7 +168,7 @@ def with_references(reader, files: list[str], path: str):
 
 def evaluate_named(run, name: str, archive, batch_size: Optional[int] = None) -> tuple[dict, int, str]:
     """(metrics, examples, data path) of ``run``'s archive on its spec's test set ``name``."""
-    from multigrain.platform.training import evaluate
+    from multigrain.platform.evaluation import evaluate
 
     chosen = named_set(run, name)
     instances = list(chosen.reader.read(chosen.path))

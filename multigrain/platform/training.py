@@ -1,5 +1,6 @@
 """The training loop: schedules, clipping, validation with patience, weight averaging,
-checkpoints, resume (reading and checking checkpoints: ``checkpoints``).
+checkpoints, resume (reading and checking checkpoints: ``checkpoints``); the ``trainer`` section
+of a spec (``TrainerConfig``). The device it trains on: ``devices``; validation: ``evaluation``.
 
 ``last.pt`` holds everything needed to continue bit-identically: model, optimizer and
 scheduler state, the averaged weights, the epoch, the early-stopping state, and the torch /
@@ -23,8 +24,12 @@ from multigrain.platform import checkpoints, compiling
 from multigrain.platform.averaging import MovingAverage
 from multigrain.platform.batching import BatchIterator
 from multigrain.platform.checkpoints import atomic_save, load_checkpoint, rng_state, set_rng_state  # noqa: F401
-from multigrain.platform.config import Lazy
+from multigrain.platform.config import Lazy, build
 from multigrain.platform.data_parallel import Replica
+# benchmarks/ner_results.py and sentence_results.py import describe_device from here (devices.py holds it)
+from multigrain.platform.devices import describe_device  # noqa: F401
+from multigrain.platform.devices import move_to, pick_device
+from multigrain.platform.evaluation import evaluate
 from multigrain.platform.hints import Matches, Range
 from multigrain.platform.kinds import Model, Optimizer, Scheduler
 from multigrain.platform.precision import Precision
@@ -96,6 +101,12 @@ class TrainerConfig:
         return name is None or getattr(Scheduler.by_name(name), "uses_num_training_steps", True)
 
 
+def trainer_settings(spec: dict) -> TrainerConfig:
+    """The typed ``trainer`` section of a resolved spec (cheap: builds no model, reads no data);
+    for code that plans runs (sweeps, jobs, ``run_plan``) without making them."""
+    return build(TrainerConfig, spec.get("trainer"), "trainer")
+
+
 #: the longest stretch of training steps without reading the loss (seconds; progress lines may
 #: be rarer, ``progress.interval``)
 SYNC_SECONDS = 2.0
@@ -105,82 +116,6 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % (2**32))
     torch.manual_seed(seed)
-
-
-def pick_device(cuda_device: Optional[int]) -> torch.device:
-    if cuda_device is not None and cuda_device < 0:
-        return torch.device("cpu")
-    if torch.cuda.is_available():
-        return torch.device(f"cuda:{cuda_device or 0}")
-    return torch.device("cpu")
-
-
-def describe_device(device: torch.device) -> str:
-    """Where a run trained, for its results: ``GPU <name>`` or ``CPU only (<machine>, <n> threads)``."""
-    import platform
-
-    if device.type == "cuda":
-        return f"GPU {torch.cuda.get_device_name(device)}"
-    return f"CPU only ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
-
-
-def move_to(batch, device):
-    if isinstance(batch, torch.Tensor):
-        return batch.to(device, non_blocking=True)
-    if isinstance(batch, dict):
-        return {k: move_to(v, device) for k, v in batch.items()}
-    if isinstance(batch, (list, tuple)):
-        return type(batch)(move_to(v, device) for v in batch)
-    if hasattr(batch, "to") and callable(batch.to):
-        return batch.to(device, non_blocking=True) if _takes_non_blocking(type(batch)) else batch.to(device)
-    return batch
-
-
-_NON_BLOCKING: dict[type, bool] = {}
-
-
-def _takes_non_blocking(kind: type) -> bool:
-    """Whether ``kind.to`` accepts ``non_blocking`` (``LatticeBatch.to`` does)."""
-    if kind not in _NON_BLOCKING:
-        import inspect
-
-        try:
-            _NON_BLOCKING[kind] = "non_blocking" in inspect.signature(kind.to).parameters
-        except (TypeError, ValueError):
-            _NON_BLOCKING[kind] = False
-    return _NON_BLOCKING[kind]
-
-
-def refusal(config: "TrainerConfig", device: torch.device) -> Optional[str]:
-    """Why the ``trainer`` section cannot train on ``device`` (mixed precision, compile), or None;
-    checked before the run directory is made."""
-    from multigrain.platform.precision import refusal as precision_refusal
-
-    return precision_refusal(config.mixed_precision, device) or (compiling.refusal(device) if config.compile else None)
-
-
-def evaluate(model: Model, batches: BatchIterator, device: torch.device, desc: str = "evaluate") -> dict[str, float]:
-    """Metrics of ``model`` over every batch (mean loss included when the data has labels)."""
-    return evaluate_counted(model, batches, device, desc)[0]
-
-
-@torch.no_grad()
-def evaluate_counted(model: Model, batches: BatchIterator, device: torch.device,
-                     desc: str = "evaluate") -> tuple[dict[str, float], int]:
-    """(``evaluate``'s metrics, the number of instances the model scored)."""
-    model.eval()
-    model.get_metrics(reset=True)
-    total_loss, n_batches, scored = 0.0, 0, 0
-    for chunk, batch in progress(batches.epoch(0), total=batches.num_batches(0), desc=desc):
-        out = model(**move_to(batch, device))
-        scored += len(chunk)
-        if "loss" in out:
-            total_loss += float(out["loss"])
-            n_batches += 1
-    metrics = dict(model.get_metrics(reset=True))
-    if n_batches:
-        metrics["loss"] = total_loss / n_batches
-    return metrics, scored
 
 
 class Trainer:

@@ -8,9 +8,9 @@ from multigrain.platform import compiling
 from multigrain.platform.batching import BatchIterator
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.kinds import Model
-from multigrain.platform.runs import Run, trainer_settings
+from multigrain.platform.runs import Run
 from multigrain.platform.compiling import refusal as compile_refusal
-from multigrain.platform.training import Trainer, seed_everything
+from multigrain.platform.training import Trainer, seed_everything, trainer_settings
 from multigrain.testing import bilstm_tagger, copy_sentences, tiny_spec
 from tests.conftest import DATA
 

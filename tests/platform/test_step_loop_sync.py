@@ -1,5 +1,5 @@
-"""No host sync in the step loop: a profiler trace of an epoch of a real model (the quickstart's
-BiLSTM tagger, smaller, with a softmax head) counts ``aten::_local_scalar_dense`` (what
+"""No host sync in the step loop: a profiler trace of an epoch of a real model (a small
+Transformer tagger with a softmax head) counts ``aten::_local_scalar_dense`` (what
 ``.item()``, ``float(t)``, ``bool(t)`` run) only at the trainer's sync points, none per step.
 
 Two things are left out of the count. The CPU kernel of fused Adam reads each parameter's step

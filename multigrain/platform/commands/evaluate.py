@@ -49,9 +49,10 @@ def notes_line(data: str, notes: dict) -> str:
 
 def evaluate(args) -> int:
     from multigrain.platform.errors import ConfigurationError
-    from multigrain.platform.runs import Run, Scores
+    from multigrain.platform.evaluation import evaluate_counted
+    from multigrain.platform.run_archive import Scores
+    from multigrain.platform.runs import Run
     from multigrain.platform.test_sets import evaluation_notes, named_set, set_of_path, with_references
-    from multigrain.platform.training import evaluate_counted
 
     if (args.data is None) == (args.test_set is None):
         raise ConfigurationError("give a data file (DATA) or --test-set NAME (a test set of the run's spec), "

@@ -47,7 +47,7 @@ def cmd_submit(args) -> int:
     runtime_env = load_runtime_env(args.runtime_env, args.working_dir)
     num_gpus = args.num_gpus
     if num_gpus is None:
-        from multigrain.platform.runs import trainer_settings
+        from multigrain.platform.training import trainer_settings
 
         device = trainer_settings(spec).cuda_device
         num_gpus = 1 if device is not None and device >= 0 else 0

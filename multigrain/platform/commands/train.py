@@ -52,11 +52,11 @@ def train(args) -> int:
 
         check_run_dir(default_run_dir(args.spec, spec_hash(spec)), "run directory")
     run = Run(spec, args.serialization_dir, source=args.spec)
-    cluster = None
+    data_parallel = None  # the run knows no Ray: Ray Train's executor is handed to it here
     if run.trainer.workers > 1:
         from multigrain.platform.ray.train import RayTrainCluster
 
-        cluster = RayTrainCluster(args.address, tuple(args.include_package))
+        data_parallel = RayTrainCluster(args.address, tuple(args.include_package)).launcher
     elif args.address:
         from multigrain.platform.errors import ConfigurationError
 
@@ -67,7 +67,7 @@ def train(args) -> int:
     run.ext_vars = parse_ext_vars(args.ext_var)  # recorded in metrics.json and MLflow, named on the leaderboard
     logger = None if args.no_tracking else RunLogger(args.tracking_uri, ext_vars=run.ext_vars)
     print_result(run.train(resume=args.resume, stop_after_epoch=args.stop_after_epoch, logger=logger,
-                           cluster=cluster))
+                           data_parallel=data_parallel))
     return 0
 
 

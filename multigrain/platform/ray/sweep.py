@@ -242,7 +242,7 @@ def trial_resources(requested: Optional[dict], spec: dict, cluster: dict[str, fl
     options: dict[str, Any] = {"num_cpus": 1}
     options.update(requested or {})
     if "num_gpus" not in options:
-        from multigrain.platform.runs import trainer_settings
+        from multigrain.platform.training import trainer_settings
 
         device = trainer_settings(spec).cuda_device
         cpu_pinned = device is not None and device < 0
@@ -255,7 +255,7 @@ def check_placement(options: dict, trials: list[Trial], cluster: dict[str, float
     Returns warnings (a remote cluster may still grow through its autoscaler)."""
     problems, warnings = [], []
     if options.get("num_gpus", 0) > 0:
-        from multigrain.platform.runs import trainer_settings
+        from multigrain.platform.training import trainer_settings
 
         devices = (trainer_settings(t.spec).cuda_device for t in trials)
         pinned = sorted({d for d in devices if d is not None and d >= 1})
@@ -276,10 +276,13 @@ def check_placement(options: dict, trials: list[Trial], cluster: dict[str, float
 def run_trial(spec: dict, run_dir: str | Path, on_epoch: Optional[Callable] = None) -> dict:
     """Train one trial; continue the same trial from ``last.pt`` when an earlier attempt left
     one (a retried task), start over when it left only a partial directory."""
+    from multigrain.platform.ray.train import RayTrainCluster
     from multigrain.platform.runs import Run
 
-    # no epoch lines: Ray would forward every trial's to the driver, under its live table
-    return Run(spec, run_dir).train_or_reuse(on_epoch=on_epoch, extend_siblings=False, epoch_lines=False)
+    # no epoch lines: Ray would forward every trial's to the driver, under its live table; a trial
+    # with trainer.workers above 1 trains on Ray Train in the Ray it runs in
+    return Run(spec, run_dir).train_or_reuse(on_epoch=on_epoch, extend_siblings=False, epoch_lines=False,
+                                             data_parallel=RayTrainCluster().launcher)
 
 
 class SweepMonitor:
@@ -318,7 +321,7 @@ def _trial_task(spec: dict, run_dir: str, index: int, monitor, cwd: str, hide_gp
     node = ray.get_runtime_context().get_node_id()
     started = time.time()
     monitor.started.remote(index, os.getpid(), node, gpu_ids)
-    from multigrain.platform.runs import trainer_settings
+    from multigrain.platform.training import trainer_settings
 
     metric_key = "validation_" + trainer_settings(spec).metric_name
 

@@ -10,7 +10,7 @@ from multigrain.platform.scores import percent_scale
 
 
 def _metric_name(trials: list[Trial]) -> tuple[str, float]:
-    from multigrain.platform.runs import trainer_settings
+    from multigrain.platform.training import trainer_settings
 
     settings = trainer_settings(trials[0].spec)
     return settings.metric_name, settings.metric_sign

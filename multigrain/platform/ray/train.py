@@ -1,9 +1,11 @@
 """Data-parallel training on Ray Train: ``multigrain train SPEC --workers N`` (or ``trainer.workers``).
 
-``Run.train`` (``runs.py``) does everything a one-process training does in this process - reads
-the data, builds and writes the vocabulary and ``config.json``, evaluates the best weights at the
-end, writes ``metrics.json`` and does all MLflow logging - and hands the epochs to a Ray Train
-``TorchTrainer`` (Ray Train V2, the default of Ray 2.60) of N workers:
+``Run.train`` (``runs.py``, ``run_training.py``) does everything a one-process training does in
+this process - reads the data, builds and writes the vocabulary and ``config.json``, evaluates the
+best weights at the end, writes ``metrics.json`` and does all MLflow logging - and hands the epochs
+to the executor its caller passed as ``data_parallel`` (the run knows no Ray): here
+``RayTrainCluster(...).launcher``, which runs them on a Ray Train ``TorchTrainer`` (Ray Train V2,
+the default of Ray 2.60) of N workers:
 
 - each worker builds the experiment and the model from the resolved spec as the one-process path
   does (vocabulary read from the run directory), joins the process group Ray Train set up (gloo on
@@ -55,6 +57,8 @@ class RayTrainCluster:
         return self.address in (None, "", "local")
 
     def launcher(self, run, workers: int) -> "Replicas":
+        """The ``workers`` replicas of ``run``'s training (a ``data_parallel.Launcher``): the
+        ``data_parallel`` that ``Run.train`` takes."""
         return Replicas(self, run, workers)
 
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from multigrain.platform.runs import Run
-from multigrain.platform.training import move_to
+from multigrain.platform.devices import move_to
 from tests.conftest import ROOT
 
 FIXTURES = ROOT / "tests" / "fixtures" / "archives_v0"

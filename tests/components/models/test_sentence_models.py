@@ -157,7 +157,7 @@ def test_classifier_on_a_local_hf_transformer(tmp_path, senti_file):
 def test_label_outside_the_label_set_names_file_and_line(tmp_path, senti_file):
     from multigrain.platform.experiment import batches_for
     from multigrain.platform.batching import DataLoaderConfig
-    from multigrain.platform.training import evaluate
+    from multigrain.platform.evaluation import evaluate
 
     reader = {"type": "chnsenticorp", "cache_dir": str(tmp_path / "c")}
     spec = tiny_spec(sentence_model("classifier"), reader, senti_file, senti_file, **dict(TRAINING, epochs=1))

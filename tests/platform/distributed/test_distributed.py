@@ -391,7 +391,7 @@ def test_evaluator_pool_matches_in_process_and_records_rows(swept, tmp_path, cap
     from multigrain.platform.batching import DataLoaderConfig
     from multigrain.platform.experiment import batches_for
     from multigrain.platform.leaderboard import leaderboard
-    from multigrain.platform.training import evaluate
+    from multigrain.platform.evaluation import evaluate
 
     run_dirs = sorted(str(p) for p in Path("runs/sweeps/tiny").iterdir())[:2]
     data = json.loads(Path(swept["spec_path"]).read_text())["train_data_path"]

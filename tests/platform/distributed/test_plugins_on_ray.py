@@ -109,5 +109,5 @@ def test_ray_train_workers_import_the_users_plugin(setup):
     from multigrain.platform.runs import Run
 
     spec = {**setup["spec"], "trainer": {**setup["spec"]["trainer"], "workers": 2}}
-    result = Run(spec, setup["work"] / "two").train(cluster=RayTrainCluster())
+    result = Run(spec, setup["work"] / "two").train(data_parallel=RayTrainCluster().launcher)
     assert result["finished"] is True and result["device"].startswith("Ray Train: 2 workers (gloo")

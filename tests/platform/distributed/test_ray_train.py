@@ -66,6 +66,7 @@ def ray_local():
 def trained(tmp_path_factory, ray_local):
     """The spec's one-process run, and its 2-worker run stopped after epoch 1 and resumed, logged
     to MLflow (two Ray Train fits: each costs seconds of process start-up, the training none)."""
+    from multigrain.platform.ray.train import RayTrainCluster
     from multigrain.platform.tracking import RunLogger
 
     folder = tmp_path_factory.mktemp("dp")
@@ -75,12 +76,13 @@ def trained(tmp_path_factory, ray_local):
     err = {"one": io.StringIO(), "two": io.StringIO()}  # the epoch lines (stderr) of each training
     with contextlib.redirect_stderr(err["one"]):
         one = Run(spec, folder / "one").train()
+    ray_train = RayTrainCluster().launcher  # the local Ray of the module
     with contextlib.redirect_stderr(err["two"]):
-        stopped = Run(spec2, folder / "two").train(stop_after_epoch=1, logger=RunLogger(uri))
+        stopped = Run(spec2, folder / "two").train(stop_after_epoch=1, logger=RunLogger(uri), data_parallel=ray_train)
     between = {"epoch": load_checkpoint(folder / "two" / "last.pt", "cpu")["epoch"],
                "mlflow": [r.info.status for r in mlflow_runs(uri)]}
     with contextlib.redirect_stderr(err["two"]):
-        two = Run(spec2, folder / "two").train(resume=True, logger=RunLogger(uri))
+        two = Run(spec2, folder / "two").train(resume=True, logger=RunLogger(uri), data_parallel=ray_train)
     return {"folder": folder, "uri": uri, "one": one, "stopped": stopped, "between": between, "two": two,
             "lines": {k: [line for line in v.getvalue().splitlines() if line.startswith("epoch ")]
                       for k, v in err.items()}}
@@ -190,6 +192,33 @@ def test_workers_flag_is_an_override_recorded_in_the_spec():
     replaced, note = with_workers(four, 2)
     assert replaced["trainer"]["workers"] == 2 and note == "--workers 2 replaces trainer.workers 4 of the spec"
     assert with_workers(four, 4) == (four, None)
+
+
+def test_workers_without_an_executor_are_refused_before_anything_is_written(tmp_path):
+    """The run knows no Ray: ``trainer.workers`` above 1 needs the executor its caller hands over
+    (``data_parallel``), called with the run and the number of workers."""
+    from multigrain.platform.errors import ConfigurationError
+
+    spec = tagger_spec(tmp_path / "data", epochs=1, workers=2)
+    for train in (lambda run: run.train(), lambda run: run.train_or_reuse()):
+        with pytest.raises(ConfigurationError, match=r"^trainer.workers is 2: a data-parallel training needs an "
+                                                     r"executor and none was given"):
+            train(Run(spec, tmp_path / "run"))
+        assert not (tmp_path / "run").exists()
+
+    class Handed(Exception):
+        pass
+
+    class Launcher:
+        device = torch.device("cpu")
+
+        def train(self, *args, **kwargs):
+            raise Handed()
+
+    asked = []
+    with pytest.raises(Handed):
+        Run(spec, tmp_path / "run").train(data_parallel=lambda run, workers: asked.append((run, workers)) or Launcher())
+    assert [(type(run).__name__, run.run_dir, workers) for run, workers in asked] == [("Run", tmp_path / "run", 2)]
 
 
 def test_mixed_precision_on_the_cpu_is_refused_before_anything_is_written(tmp_path):
