@@ -154,7 +154,8 @@ def plan(suite_path: str | Path, suite: dict, runs_root: str | Path = "runs", on
     """Every run of the suite, specs resolved and validated (all problems at once, each under its
     entry's path); ``only``: an entry's exact name (``resume_plte [no_porous]``) or an fnmatch pattern
     on the names (``resume_*`` takes the tagged configurations too, ``resume_*_m3e`` only the untagged
-    ones), or on the spec stems of entries with a ``name`` of their own;
+    ones, ``resume_*_m3e [e1]`` those tagged ``e1``: brackets are literal), or on the spec stems of
+    entries with a ``name`` of their own;
     ``check_data_paths`` false (``--dry-run``): data files and vectors need not exist yet."""
     from fnmatch import fnmatch
 
@@ -163,6 +164,7 @@ def plan(suite_path: str | Path, suite: dict, runs_root: str | Path = "runs", on
     from multigrain.platform.specs import apply_overrides, evaluate_jsonnet, spec_hash
 
     folder = Path(suite_path).resolve().parent
+    pattern = (only or "").replace("[", "[[]")  # a bracket is a configuration's tag, never a character class
     runs, problems, seen, names = [], [], {}, []
     for i, entry in enumerate(suite["entries"]):
         where = f"entries[{i}]"
@@ -173,7 +175,7 @@ def plan(suite_path: str | Path, suite: dict, runs_root: str | Path = "runs", on
             name = entry.get("name") or stem
             name = f"{name} [{tag}]" if tag else name
             names.append(name)
-            if only and only != name and not fnmatch(name, only) and not (entry.get("name") and fnmatch(stem, only)):
+            if only and only != name and not fnmatch(name, pattern) and not (entry.get("name") and fnmatch(stem, pattern)):
                 continue
             try:
                 base = evaluate_jsonnet(spec_file, entry.get("ext_vars") or {}, [*jsonnet_paths, str(folder)], timeout)

@@ -86,6 +86,8 @@ def test_plan_expands_configurations_and_seeds_with_one_identity_each(tiny, caps
     assert [r.entry for r in only] == ["tiny [b]", "tiny [b]"]
     tagged = suites.plan(tiny["suite"], suites.load_suite(tiny["suite"]), tiny["runs"], only="tiny*")
     assert [r.entry for r in tagged] == ["tiny [a]", "tiny [a]", "tiny [b]", "tiny [b]"]
+    bracketed = suites.plan(tiny["suite"], suites.load_suite(tiny["suite"]), tiny["runs"], only="t* [b]")
+    assert [r.entry for r in bracketed] == ["tiny [b]", "tiny [b]"]
     untagged = write_suite(tiny["dir"], [{k: v for k, v in tiny["entry"].items() if k != "configs"}, tiny["entry"]], "untagged.json")
     plain = suites.plan(untagged, suites.load_suite(untagged), tiny["runs"], only="tiny")
     assert [r.entry for r in plain] == ["tiny", "tiny"]
