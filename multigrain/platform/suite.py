@@ -150,13 +150,14 @@ def override_texts(value: dict | list) -> list[str]:
 
 def plan(suite_path: str | Path, suite: dict, runs_root: str | Path = "runs", only: Optional[str] = None,
          jsonnet_paths: Sequence[str] = (), timeout: Optional[float] = 30.0,
-         check_data_paths: bool = True) -> list[SuiteRun]:
+         check_data_paths: bool = True, seeds: Optional[Sequence[int]] = None) -> list[SuiteRun]:
     """Every run of the suite, specs resolved and validated (all problems at once, each under its
     entry's path); ``only``: an entry's exact name (``resume_plte [no_porous]``) or an fnmatch pattern
     on the names (``resume_*`` takes the tagged configurations too, ``resume_*_m3e`` only the untagged
     ones, ``resume_*_m3e [e1]`` those tagged ``e1``: brackets are literal), or on the spec stems of
     entries with a ``name`` of their own;
-    ``check_data_paths`` false (``--dry-run``): data files and vectors need not exist yet."""
+    ``check_data_paths`` false (``--dry-run``): data files and vectors need not exist yet; ``seeds``:
+    only the runs of these seeds (``--seeds 13``: a first pass of every entry, the others later)."""
     from fnmatch import fnmatch
 
     from multigrain.platform.experiment import validate_spec
@@ -201,6 +202,8 @@ def plan(suite_path: str | Path, suite: dict, runs_root: str | Path = "runs", on
                                                    f"{digest[:12]}): remove one", "value"))
                     continue
                 seen[digest] = f"{name} seed {seed}"
+                if seeds is not None and seed not in seeds:
+                    continue
                 run_dir = default_run_dir(f"{stem}-{tag}" if tag else stem, digest, runs_root)
                 options = {RESOURCE_KEYS[k]: (v * 2**30 if k == "memory_gb" else v)
                            for k, v in (entry.get("resources") or {}).items()}
@@ -209,6 +212,9 @@ def plan(suite_path: str | Path, suite: dict, runs_root: str | Path = "runs", on
                                      texts))
     if problems:
         raise SpecError(list(dict.fromkeys(problems)), str(suite_path))
+    if not runs and seeds is not None:
+        raise ConfigurationError(f"--seeds {' '.join(map(str, seeds))}: no run of {suite_path}"
+                                 f"{' matching --only ' + repr(only) if only else ''} has one of these seeds")
     if not runs and only:
         raise ConfigurationError(f"--only {only!r}: no entry of {suite_path} matches (an fnmatch pattern, or an "
                                  f"entry's exact name); its entries: {', '.join(dict.fromkeys(names))}")

@@ -18,6 +18,8 @@ def register(subparsers) -> None:
     p.add_argument("suite", help="a suite file (jsonnet_configs/suites/*.jsonnet)")
     p.add_argument("--address", help="a Ray cluster HOST:6379 (default: a local Ray on 127.0.0.1)")
     p.add_argument("--only", metavar="PATTERN", help="only the entries whose name matches (fnmatch: 'resume_*')")
+    p.add_argument("--seeds", type=int, nargs="+", metavar="SEED",
+                   help="only the runs of these seeds (e.g. --seeds 13: one seed of every entry first)")
     p.add_argument("--dry-run", action="store_true", help="list the runs, what would be reused or resumed, and "
                                                          "their resources; run nothing")
     p.add_argument("--check", nargs="?", const=DEFAULT_BOARD, metavar="BOARD",
@@ -38,7 +40,7 @@ def cmd_suite(args) -> int:
 
     definition = suites.load_suite(args.suite, args.jsonnet_path, args.jsonnet_timeout)
     runs = suites.plan(args.suite, definition, args.runs_dir, args.only, args.jsonnet_path, args.jsonnet_timeout,
-                       check_data_paths=not args.dry_run)
+                       check_data_paths=not args.dry_run, seeds=args.seeds)
     if args.check is not None:
         from multigrain.platform.portable import read_board
 

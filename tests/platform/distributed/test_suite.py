@@ -10,7 +10,7 @@ import pytest
 
 from multigrain.platform import suite as suites
 from multigrain.platform.cli import main as cli_main
-from multigrain.platform.errors import SpecError
+from multigrain.platform.errors import ConfigurationError, SpecError
 from tests.conftest import mlflow_runs, resume_tagger_spec, write_spec
 
 
@@ -86,6 +86,10 @@ def test_plan_expands_configurations_and_seeds_with_one_identity_each(tiny, caps
     assert [r.entry for r in only] == ["tiny [b]", "tiny [b]"]
     tagged = suites.plan(tiny["suite"], suites.load_suite(tiny["suite"]), tiny["runs"], only="tiny*")
     assert [r.entry for r in tagged] == ["tiny [a]", "tiny [a]", "tiny [b]", "tiny [b]"]
+    first = suites.plan(tiny["suite"], suites.load_suite(tiny["suite"]), tiny["runs"], seeds=[14])
+    assert [(r.entry, r.seed) for r in first] == [("tiny [a]", 14), ("tiny [b]", 14)]
+    with pytest.raises(ConfigurationError, match="--seeds 99: no run"):
+        suites.plan(tiny["suite"], suites.load_suite(tiny["suite"]), tiny["runs"], seeds=[99])
     bracketed = suites.plan(tiny["suite"], suites.load_suite(tiny["suite"]), tiny["runs"], only="t* [b]")
     assert [r.entry for r in bracketed] == ["tiny [b]", "tiny [b]"]
     untagged = write_suite(tiny["dir"], [{k: v for k, v in tiny["entry"].items() if k != "configs"}, tiny["entry"]], "untagged.json")
