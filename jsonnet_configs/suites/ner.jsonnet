@@ -5,6 +5,9 @@
 // *_vec specs read the SGNS vectors of `python benchmarks/pretrain_vectors.py` (runs/vectors/);
 // *_m3e_* specs need the optional extra multigrain[m3e].
 local vectors = { vectors: 'runs/vectors' };
+// MSRA over m3e-small: three trainings share one GPU (benchmarks/device_ner.sh; 46,364 training
+// sentences are hours on this CPU), bf16 there ('auto'), one epoch in a device call.
+local gpu_share = { cpus: 4, gpus: 0.33, memory_gb: 8 };
 {
   description: 'the NER table of benchmarks/RESULTS.md (Resume, Weibo, MSRA)',
   entries: [
@@ -13,6 +16,12 @@ local vectors = { vectors: 'runs/vectors' };
     { spec: '../ner/msra_lattice_lstm.jsonnet', seeds: [13] },
     { spec: '../ner/msra_plte_vec.jsonnet', seeds: [13], ext_vars: vectors },
     { spec: '../ner/msra_star.jsonnet', seeds: [13] },
+    { spec: '../ner/msra_tagger_m3e.jsonnet', seeds: [13, 14, 15], resources: gpu_share,
+      configs: { 'gpu-e1': ['trainer.num_epochs=1', '+trainer.mixed_precision=auto'] } },
+    { spec: '../ner/msra_plte_m3e.jsonnet', seeds: [13, 14, 15], resources: gpu_share,
+      configs: { 'gpu-e1': ['trainer.num_epochs=1', '+trainer.mixed_precision=auto'] } },
+    { spec: '../ner/msra_big_m3e.jsonnet', seeds: [13, 14, 15], resources: gpu_share,
+      configs: { 'gpu-e1': ['trainer.num_epochs=1', '+trainer.mixed_precision=auto'] } },
     { spec: '../ner/msra_transformer.jsonnet', seeds: [13] },
     { spec: '../ner/resume_big.jsonnet', seeds: [13] },
     { spec: '../ner/resume_big_vec.jsonnet', seeds: [13], ext_vars: vectors },

@@ -150,14 +150,17 @@ def override_texts(value: dict | list) -> list[str]:
 
 def plan(suite_path: str | Path, suite: dict, runs_root: str | Path = "runs", only: Optional[str] = None,
          jsonnet_paths: Sequence[str] = (), timeout: Optional[float] = 30.0,
-         check_data_paths: bool = True, seeds: Optional[Sequence[int]] = None) -> list[SuiteRun]:
+         check_data_paths: bool = True, seeds: Optional[Sequence[int]] = None,
+         overrides: Sequence[str] = ()) -> list[SuiteRun]:
     """Every run of the suite, specs resolved and validated (all problems at once, each under its
     entry's path); ``only``: an entry's exact name (``resume_plte [no_porous]``) or an fnmatch pattern
     on the names (``resume_*`` takes the tagged configurations too, ``resume_*_m3e`` only the untagged
     ones, ``resume_*_m3e [e1]`` those tagged ``e1``: brackets are literal), or on the spec stems of
     entries with a ``name`` of their own;
     ``check_data_paths`` false (``--dry-run``): data files and vectors need not exist yet; ``seeds``:
-    only the runs of these seeds (``--seeds 13``: a first pass of every entry, the others later)."""
+    only the runs of these seeds (``--seeds 13``: a first pass of every entry, the others later);
+    ``overrides``: ``-o`` texts applied to every run after its entry's (a rehearsal's data cut), part
+    of each run's spec and hash."""
     from fnmatch import fnmatch
 
     from multigrain.platform.experiment import validate_spec
@@ -172,7 +175,7 @@ def plan(suite_path: str | Path, suite: dict, runs_root: str | Path = "runs", on
         spec_file = folder / entry["spec"]
         stem = spec_file.name.split(".")[0]
         configs = entry.get("configs") or {"": {}}
-        for tag, overrides in configs.items():
+        for tag, tagged in configs.items():
             name = entry.get("name") or stem
             name = f"{name} [{tag}]" if tag else name
             names.append(name)
@@ -180,7 +183,7 @@ def plan(suite_path: str | Path, suite: dict, runs_root: str | Path = "runs", on
                 continue
             try:
                 base = evaluate_jsonnet(spec_file, entry.get("ext_vars") or {}, [*jsonnet_paths, str(folder)], timeout)
-                texts = override_texts(entry.get("overrides") or {}) + override_texts(overrides)
+                texts = override_texts(entry.get("overrides") or {}) + override_texts(tagged) + list(overrides)
                 base = apply_overrides(base, texts)
             except SpecError as e:
                 problems += [p.at(f"{where}{'.configs.' + tag if tag else ''}: {entry['spec']}"
@@ -240,6 +243,19 @@ def run_tags(r: SuiteRun, result: Optional[dict] = None, when: Optional[float] =
             "num_epochs": str(trainer.get("num_epochs", "")), "device": str((result or {}).get("device") or ""),
             "date": time.strftime("%Y-%m-%d", time.localtime(when))}
     return {k: v for k, v in tags.items() if v}
+
+
+def unplaceable(runs: list[SuiteRun], cluster: dict) -> list[str]:
+    """Why runs can never start on a Ray of these total resources (``ray.cluster_resources()``):
+    one line per entry asking for more CPUs, GPUs or memory than the whole cluster has."""
+    names = {"num_cpus": ("CPU", "CPUs"), "num_gpus": ("GPU", "GPUs"), "memory": ("memory", "bytes of memory")}
+    out = {}
+    for r in runs:
+        for option, (key, unit) in names.items():
+            wanted, total = r.options.get(option, 0) or 0, cluster.get(key, 0)
+            if wanted > total:
+                out.setdefault(r.entry, f"{r.entry}: asks for {wanted:g} {unit}; this Ray has {total:g} in all")
+    return list(out.values())
 
 
 def describe_plan(runs: list[SuiteRun]) -> list[str]:

@@ -20,6 +20,9 @@ def register(subparsers) -> None:
     p.add_argument("--only", metavar="PATTERN", help="only the entries whose name matches (fnmatch: 'resume_*')")
     p.add_argument("--seeds", type=int, nargs="+", metavar="SEED",
                    help="only the runs of these seeds (e.g. --seeds 13: one seed of every entry first)")
+    p.add_argument("-o", "--override", action="append", default=[], metavar="KEY.PATH=VALUE",
+                   help="override every run's spec after its entry's overrides, as `train -o` does "
+                        "(e.g. -o +dataset_reader.max_instances=40 for a rehearsal); part of each run's hash")
     p.add_argument("--dry-run", action="store_true", help="list the runs, what would be reused or resumed, and "
                                                          "their resources; run nothing")
     p.add_argument("--check", nargs="?", const=DEFAULT_BOARD, metavar="BOARD",
@@ -27,6 +30,9 @@ def register(subparsers) -> None:
                         f"nothing; exit 1 if an entry differs")
     p.add_argument("--runs-dir", default="runs", help="where the run directories are (default runs/)")
     p.add_argument("--num-cpus", type=positive_int, help="CPUs of the local Ray (default: all)")
+    p.add_argument("--num-gpus", type=float, metavar="N",
+                   help="GPUs of the local Ray (default: those it finds); on a machine without one, N "
+                        "logical GPUs let entries that ask for a GPU fraction run on the CPU (a rehearsal)")
     p.add_argument("--max-retries", type=int, default=2, help="retries of a run whose worker died (default 2)")
     p.add_argument("--tracking-uri")
     p.add_argument("--no-tracking", action="store_true")
@@ -36,11 +42,12 @@ def register(subparsers) -> None:
 
 
 def cmd_suite(args) -> int:
+    from multigrain.platform.errors import ConfigurationError
     from multigrain.platform import suite as suites
 
     definition = suites.load_suite(args.suite, args.jsonnet_path, args.jsonnet_timeout)
     runs = suites.plan(args.suite, definition, args.runs_dir, args.only, args.jsonnet_path, args.jsonnet_timeout,
-                       check_data_paths=not args.dry_run, seeds=args.seeds)
+                       check_data_paths=not args.dry_run, seeds=args.seeds, overrides=args.override)
     if args.check is not None:
         from multigrain.platform.portable import read_board
 
@@ -65,8 +72,16 @@ def cmd_suite(args) -> int:
     if args.address not in (None, "", "local", "auto"):
         check_reachable(args.address)
     local = {"num_cpus": args.num_cpus} if args.num_cpus else {}
+    if args.num_gpus is not None:
+        local["num_gpus"] = args.num_gpus
     started = connect(args.address, loopback=args.address in (None, "", "local"), **local)
     try:
+        if started:  # a local Ray has what it has: an entry that can never be placed would wait forever
+            from multigrain.platform.ray.cluster import cluster_resources
+
+            problems = suites.unplaceable(runs, cluster_resources())
+            if problems:
+                raise ConfigurationError("; ".join(problems) + " (--num-cpus / --num-gpus, or the entry's resources)")
         outcome = run_suite(runs, args.max_retries, args.tracking_uri, not args.no_tracking,
                             tuple(args.include_package), lambda line: print(line, flush=True),
                             outcome=outcome)

@@ -90,6 +90,16 @@ def test_plan_expands_configurations_and_seeds_with_one_identity_each(tiny, caps
     assert [(r.entry, r.seed) for r in first] == [("tiny [a]", 14), ("tiny [b]", 14)]
     with pytest.raises(ConfigurationError, match="--seeds 99: no run"):
         suites.plan(tiny["suite"], suites.load_suite(tiny["suite"]), tiny["runs"], seeds=[99])
+    cut = suites.plan(tiny["suite"], suites.load_suite(tiny["suite"]), tiny["runs"], seeds=[13],
+                      overrides=["+dataset_reader.max_instances=3", "trainer.num_epochs=1"])
+    assert [r.spec["dataset_reader"]["max_instances"] for r in cut] == [3, 3]
+    assert [r.spec["trainer"]["num_epochs"] for r in cut] == [1, 1]
+    assert cut[1].spec["trainer"]["optimizer"]["lr"] == 0.02  # the configuration's own overrides still apply
+    assert {r.spec_hash for r in cut}.isdisjoint({r.spec_hash for r in runs})
+    assert cut[1].overrides == ["trainer.optimizer.lr=0.02", "+dataset_reader.max_instances=3", "trainer.num_epochs=1"]
+    assert suites.unplaceable(runs, {"CPU": 2.0}) == []
+    assert suites.unplaceable(runs, {"CPU": 0.5, "GPU": 1}) == ["tiny [a]: asks for 1 CPUs; this Ray has 0.5 in all",
+                                                                "tiny [b]: asks for 1 CPUs; this Ray has 0.5 in all"]
     bracketed = suites.plan(tiny["suite"], suites.load_suite(tiny["suite"]), tiny["runs"], only="t* [b]")
     assert [r.entry for r in bracketed] == ["tiny [b]", "tiny [b]"]
     untagged = write_suite(tiny["dir"], [{k: v for k, v in tiny["entry"].items() if k != "configs"}, tiny["entry"]], "untagged.json")
