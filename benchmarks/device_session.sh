@@ -7,13 +7,13 @@
 #           the mt and lb budgets measured (its plan_mt, plan_lb lines)                         CHECKS_S=240
 #           CHECKS="beam plan_mt ..." runs only those checks (default: all)
 #   speed   benchmarks/mt_speed.py --device cuda (3 processes)                                      SPEED_S=150
-#   mt      benchmarks/mt_results.py, both encoders x MT_SEEDS seeds (default 3, from 13) side by side
-#           on the GPU, the specs tvsub_*_MT_SIZE_MT_VARIANT (default small_gpu: issue 40's recipe, pre-norm,
-#           inverse-sqrt schedule, token batches, bf16, one epoch of all TVsub pairs), tests tvsub wmt22
-#           tatoeba; MT_VARIANT=none: the older tvsub_*[_small] specs under --mixed-precision bf16,
-#           MT_SIZE base by default there. MT_EPOCHS overrides the spec's epochs                   MT_S=480
+#   mt      `multigrain suite jsonnet_configs/suites/mt.jsonnet --only 'tvsub_*_small_gpu'`: both encoders x
+#           MT_SEEDS seeds (default 3, from 13) side by side on the one GPU (a sixth of it each; issue 40's
+#           recipe: pre-norm, inverse-sqrt schedule, token batches, bf16, one epoch of all TVsub pairs,
+#           scored on the specs' test_sets tvsub wmt22 tatoeba), then mt_results.py --suite's table.
+#           MT_EPOCHS overrides the specs' epochs; MT_EXTRA adds suite arguments (-o ...)        MT_S=480
 #           MT_PAIRS=N trains on the first N pairs; MT_PAIRS=auto sizes N from this call's plan_mt line
-#           (checks first, same MT_SIZE) so that every training ends inside MT_S (mt_pairs.py); with
+#           (checks first) so that every training ends inside MT_S (mt_pairs.py); with
 #           SESSION_S set, MT_S defaults to what is left of SESSION_S seconds (from this script's start) - 20
 #   lb      benchmarks/lattice_bert.py, LB_CHARS characters (default the whole corpus), one seed,
 #           four fine-tuning tasks (lbert: the same part)                                           LB_S=540
@@ -22,8 +22,9 @@
 # speed section, the mt/lb tables and JSON results, the mt trainings' logs, every run directory's
 # metrics.json/config.json for `multigrain log` here). PYTHON and DEVICE (default python3, cuda;
 # cpu: fp32) and MT_EXTRA / LB_EXTRA (more arguments) let a CPU machine rehearse the plumbing, e.g.
-#   REHEARSAL=1 PYTHON=.venv/bin/python DEVICE=cpu MT_SEEDS=1 \
-#       MT_EXTRA="--max-train-pairs 300 --max-test-sentences 10 --max-dev-sentences 20" bash benchmarks/device_session.sh mt
+#   REHEARSAL=1 PYTHON=.venv/bin/python DEVICE=cpu MT_SEEDS=1 MT_PAIRS=300 MT_EXTRA="-o model.beam_size=1
+#       -o +test_sets.tvsub.reader.max_instances=10 -o +test_sets.wmt22.reader.max_instances=10
+#       -o +test_sets.tatoeba.reader.max_instances=10" bash benchmarks/device_session.sh mt
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/device-out}
@@ -56,48 +57,33 @@ for part in "$@"; do
         speed) timeout "${SPEED_S:-150}" $PY benchmarks/mt_speed.py --device "${DEVICE:-cuda}" --processes 3 --repeats 7 ;;
         mt)
             [ -n "${SESSION_S:-}" ] && MT_S=${MT_S:-$((SESSION_S - SECONDS - 20))}
-            variant=${MT_VARIANT:-gpu}
-            recipe=(--variant "$variant")
-            if [ "$variant" = none ]; then
-                size=${MT_SIZE:-base}
-                recipe=("${precision[@]}")  # the older specs: bf16 given here (the gpu ones say 'auto')
-            else
-                size=${MT_SIZE:-small}
-            fi
             seeds=$(seq 13 $((12 + ${MT_SEEDS:-3})))
-            echo "mt: ${MT_S:-480} s, size $size, variant $variant, seeds" $seeds
-            pairs=()
-            [ -n "${MT_EPOCHS:-}" ] && pairs=(--epochs "$MT_EPOCHS")
-            [ "$variant" = none ] && pairs=(--epochs "${MT_EPOCHS:-1}")  # those specs' 20 epochs do not fit
+            echo "mt: ${MT_S:-480} s, the suite's tvsub_*_small_gpu entries, seeds" $seeds
+            cut=()  # -o texts of the suite call and of its table (they are part of the runs' hashes)
+            [ -n "${MT_EPOCHS:-}" ] && cut+=(-o "trainer.num_epochs=$MT_EPOCHS")
             if [ -n "${MT_PAIRS:-}" ]; then
-                n=$($PY benchmarks/mt_pairs.py --log "$OUT/session.log" --seconds "${MT_S:-480}" --size "$size" \
+                n=$($PY benchmarks/mt_pairs.py --log "$OUT/session.log" --seconds "${MT_S:-480}" --size small \
                     --processes $((2 * ${MT_SEEDS:-3})) --epochs "${MT_EPOCHS:-1}" --pairs "$MT_PAIRS" \
                     ${MT_BATCH_PAIRS:+--batch-pairs "$MT_BATCH_PAIRS"}) \
                     || { echo "mt: no pair count"; status=1; continue; }
                 echo "mt: $n training pairs"
-                pairs+=(--max-train-pairs "$n")
+                cut+=(-o "+dataset_reader.max_instances=$n")
             fi
-            rm -f "$RUNS"/mt*.json "$RUNS"/mt*.md  # an earlier call's parts (a warm machine keeps runs/)
+            # shellcheck disable=SC2206
+            cut+=(${MT_EXTRA:-})
+            local_ray=()
+            [ "${DEVICE:-cuda}" = cpu ] && local_ray=(--num-cpus 12 --num-gpus 1)  # a rehearsal: logical GPUs
+            rm -f "$RUNS"/mt*.json "$RUNS"/mt*.md  # an earlier call's table (a warm machine keeps runs/)
             mkdir -p "$RUNS/logs"
-            pids=()
-            for seed in $seeds; do
-                for encoder in transformer big; do
-                    name=mt_${encoder}_$seed
-                    timeout "${MT_S:-480}" $PY benchmarks/mt_results.py --size "$size" --first-seed "$seed" --seeds 1 \
-                        --test-sets tvsub wmt22 tatoeba "${recipe[@]}" --no-tracking \
-                        ${MT_EXTRA:-} "${pairs[@]}" --only "$encoder" --runs-dir "$RUNS/mt" --out "$RUNS/$name.json" \
-                        --results "$RUNS/$name.md" > "$RUNS/logs/$name.log" 2>&1 &
-                    pids+=($!)
-                done
-            done
-            failed=0
-            for pid in "${pids[@]}"; do  # not a bare wait: it would wait for the log's tee too
-                wait "$pid" || failed=$((failed + 1))
-            done
-            tail -n 3 "$RUNS"/logs/mt_*.log
-            [ $failed -eq 0 ] || { echo "mt: $failed of ${#pids[@]} trainings failed or ran out of time"; status=1; }
-            $PY benchmarks/mt_results.py --combine "$RUNS"/mt_*.json --out "$RUNS/mt.json" --results "$RUNS/mt.md" \
-                --section "## Translation on a GPU"
+            # shellcheck disable=SC2086
+            timeout -k 20 "${MT_S:-480}" $PY -m multigrain.platform.cli suite jsonnet_configs/suites/mt.jsonnet \
+                --only 'tvsub_*_small_gpu' --seeds $seeds --runs-dir "$RUNS/mt" --no-tracking "${local_ray[@]}" \
+                "${cut[@]}" > "$RUNS/logs/mt_suite.log" 2>&1 \
+                || { echo "mt: the suite ended early or ran out of time"; status=1; }
+            grep -v "^epoch .*batches" "$RUNS/logs/mt_suite.log" | tail -n 12
+            $PY benchmarks/mt_results.py --suite jsonnet_configs/suites/mt.jsonnet --variant gpu --runs-dir "$RUNS/mt" \
+                "${cut[@]}" \
+                --out "$RUNS/mt.json" --results "$RUNS/mt.md" --section "## Translation on a GPU"
             ;;
         lb|lbert) timeout "${LB_S:-540}" $PY benchmarks/lattice_bert.py --chars-budget "${LB_CHARS:-all}" \
                 --epochs 1 --seeds 1 --tasks resume chnsenticorp bq thucnews "${precision[@]}" --no-tracking ${LB_EXTRA:-} \

@@ -10,9 +10,9 @@ Tatoeba test split), model sizes and training time.
 
 The uncut specs are the suite ``jsonnet_configs/suites/mt.jsonnet``: ``multigrain suite`` trains
 them (Ray, reused and resumed runs, MLflow), and ``--suite jsonnet_configs/suites/mt.jsonnet``
-makes this table of its finished runs without training. This script's own trainings are what a
-suite does not measure: budget cuts, GPU calls with seeds split over processes
-(``device_session.sh mt``), each run's CPU time and load, and test sets scored after training.
+makes this table of its finished runs without training (``-o``: the suite call's overrides, as
+``device_session.sh mt`` gives both). This script's own trainings are what a suite does not
+measure: each run's CPU time and load, and test sets scored after training.
 
 ``--size base`` (``tvsub_*.jsonnet``, Transformer base: 6+6 layers of 512) is for a GPU, ``small``
 (``tvsub_*_small.jsonnet``, 3+3 layers of 256) for a CPU budget. ``--variant V`` takes
@@ -268,6 +268,8 @@ def main(argv=None) -> int:
     parser.add_argument("--suite", metavar="SUITE",
                         help="no training: the table of this suite's finished runs (multigrain suite "
                              "jsonnet_configs/suites/mt.jsonnet); --only picks encoders")
+    parser.add_argument("-o", "--override", action="append", default=[], metavar="KEY.PATH=VALUE",
+                        help="with --suite: the suite call's -o (its runs' hashes include them)")
     parser.add_argument("--runs-dir", default=None, help="default runs/mt; with --suite its run directories' runs/")
     parser.add_argument("--tracking-uri", default=None, help="the MLflow store (default: ./mlruns.db)")
     parser.add_argument("--no-tracking", action="store_true",
@@ -340,13 +342,14 @@ def settings_of(spec: dict, size: str, seeds, argv, max_train_pairs: int | None 
 
 
 def from_suite(args, argv) -> int:
-    """The table of a suite's finished translation runs (``multigrain suite jsonnet_configs/suites/mt.jsonnet``
+    """The table of a suite's finished translation runs of ``--size``/``--variant`` (``multigrain suite``
     trained them): nothing is trained; parameters are counted from each run's archive."""
     from multigrain.platform.experiment import identity
     from multigrain.platform.suite import load_suite, plan
 
-    runs = [r for r in plan(args.suite, load_suite(args.suite), args.runs_dir or "runs", check_data_paths=False)
-            if identity(r.spec)["task"] == "mt" and identity(r.spec)["encoder"] in args.only]
+    stems = {f"tvsub_{e}_{args.size}" + (f"_{args.variant}" if args.variant else "") for e in args.only}
+    runs = [r for r in plan(args.suite, load_suite(args.suite), args.runs_dir or "runs", check_data_paths=False,
+                            overrides=args.override) if Path(r.spec_path).name.split(".")[0] in stems]
     rows, sizes = [], {}
     for r in runs:
         result = r.result()
