@@ -1,0 +1,113 @@
+"""Training one run (``runs.Run``) into its directory, once its plan is made (``run_plan``): the
+orchestration between reading the data and writing ``metrics.json``.
+
+``train_run`` owns, in this order,
+
+- the data (train, dev, test and the spec's extra test sets, read with their readers) and the
+  vocabulary (built on a fresh run, read from the directory on a resume);
+- the refusals made before the run directory is made: a device the ``trainer`` section cannot
+  train on (``devices.refusal``), sizes beyond the machine (``memory``), a validation metric the
+  model does not report, ``data_loader.max_tokens`` below an instance;
+- the model, and the run's files (marker, ``config.json``, vocabulary, plugin record);
+- the epochs: in this process through a ``Trainer`` (one ``epoch_log`` line and one ``LiveLog``
+  epoch each), or with ``trainer.workers`` above 1 on the replicas of the executor the caller
+  handed over (``data_parallel``; the run knows no Ray: ``multigrain train`` passes Ray Train's);
+- the result: the summary, the final evaluation of ``best.pt`` when the training finished
+  (``final_evaluation``), seconds, device and git commit, written to ``metrics.json``.
+"""
+from __future__ import annotations
+
+import time
+from typing import Optional
+
+from multigrain.platform import archive as files
+from multigrain.platform import plugins, run_marker
+from multigrain.platform.data_parallel import DataParallel
+from multigrain.platform.devices import describe_device, pick_device, refusal
+from multigrain.platform.epoch_log import print_epoch_line
+from multigrain.platform.errors import ConfigurationError
+from multigrain.platform.experiment import batches_for, build_vocabulary, eval_batches, read_all
+from multigrain.platform.final_evaluation import evaluate_best
+from multigrain.platform.test_sets import read_test_sets
+from multigrain.platform.training import Trainer, TrainerConfig, seed_everything, write_json
+
+
+def check_data_parallel(config: TrainerConfig, data_parallel: Optional[DataParallel]) -> None:
+    """Refuses ``trainer.workers`` above 1 without an executor to train the replicas (checked
+    before anything is written to the run directory)."""
+    if config.workers > 1 and data_parallel is None:
+        raise ConfigurationError(f"trainer.workers is {config.workers}: a data-parallel training needs an "
+                                 f"executor and none was given (`multigrain train` uses Ray Train; "
+                                 f"Run.train(data_parallel=...)); set trainer.workers to 1 to train in this process")
+
+
+def train_run(run, resume: bool, extended: bool, stop_after_epoch: Optional[int], live, commit: str,
+              epoch_lines: bool, data_parallel: Optional[DataParallel]) -> dict:
+    """Train (or continue) ``run`` (a ``runs.Run``) into its directory as planned (``resume``: from
+    ``last.pt``; ``extended``: the run is now the longer spec's); returns the summary also written
+    to ``metrics.json``. ``live``: the ``live_log.LiveLog`` of this call."""
+    exp, run_dir = run.experiment, run.run_dir
+    check_data_parallel(exp.trainer, data_parallel)
+    seed_everything(exp.seed)
+    started = time.time()
+    train = read_all(exp.dataset_reader, exp.train_data_path)
+    dev = read_all(exp.validation_dataset_reader, exp.validation_data_path)
+    test = read_all(exp.test_dataset_reader, exp.test_data_path) if exp.evaluate_on_test else []
+    test_sets = read_test_sets(exp)
+    if not train:
+        raise ConfigurationError(f"train_data_path: {exp.train_data_path} has no examples")
+    if resume:
+        vocab = files.read_vocabulary(run_dir)
+    else:
+        vocab = build_vocabulary(exp, exp.model_class(), train, [dev, test, *test_sets.values()])
+    if exp.trainer.workers == 1 and (why_not := refusal(exp.trainer, pick_device(exp.trainer.cuda_device))):
+        raise ConfigurationError(why_not)  # before a model's resource is fitted into the run directory
+    from multigrain.platform.memory import check_training_memory  # sizes beyond the machine: refused unallocated
+
+    check_training_memory(exp.model, vocab, run_dir, exp.trainer.cuda_device, source=run.source)
+    model = exp.model.construct(vocab=vocab, offered={"resources": files.run_resources(run_dir) if resume
+                                                      else run_marker.fresh_resources(run_dir, train)})
+    reported = set(model.get_metrics(reset=True)) | {"loss"}
+    if dev and exp.trainer.metric_name not in reported:
+        raise ConfigurationError(f"trainer.validation_metric: the model reports no metric "
+                                 f"{exp.trainer.metric_name!r}; it reports {', '.join(sorted(reported))}")
+    train_batches = batches_for(model, train, exp.data_loader, exp.seed, True)  # checks max_tokens
+
+    replicas = data_parallel(run, exp.trainer.workers) if exp.trainer.workers > 1 else None
+    device = pick_device(exp.trainer.cuda_device)  # this process's: the final evaluation's
+    why_not = refusal(exp.trainer, replicas.device if replicas else device)  # precision, compile
+    if why_not:
+        raise ConfigurationError(why_not)
+
+    run_marker.mark(run_dir)  # makes it, the marker first (unless fitting a resource marked it)
+    if not resume:
+        files.write_run_files(run_dir, run.spec, vocab)
+    elif extended:  # the run is now the longer spec's; its vocabulary stays
+        files.write_run_spec(run_dir, run.spec)
+    if not resume or extended or not (run_dir / plugins.PLUGINS_FILE).exists():
+        plugins.record(run_dir, run.spec)
+    validation = eval_batches(model, dev, exp.data_loader) if dev else None
+    if replicas:
+        summary, finished, seconds_before = replicas.train(resume, stop_after_epoch, live, epoch_lines)
+    else:
+        def on_epoch(epoch: int, record: dict) -> None:
+            if epoch_lines:
+                print_epoch_line(trainer, record)
+            live.epoch(epoch, record, trainer.history)
+
+        trainer = Trainer(exp.trainer, model, train_batches, validation, run_dir, on_epoch=on_epoch)
+        if resume:
+            trainer.restore(run_dir / "last.pt")
+        summary = trainer.train(stop_after_epoch=stop_after_epoch)
+        finished, seconds_before, device = trainer.finished, trainer.seconds_before, trainer.device
+
+    result = {"spec_hash": run.spec_hash, "run_dir": str(run_dir), "source": run.source, **run.identity,
+              "leaderboard_metric": model.leaderboard_metric, "finished": finished, **summary,
+              **({"ext_vars": run.ext_vars} if run.ext_vars else {})}
+    if finished:
+        result.update(evaluate_best(run, model, vocab, device, validation, test, test_sets))
+    result["seconds"] = time.time() - started + seconds_before
+    result["device"] = replicas.describe() if replicas else describe_device(device)
+    result["git_commit"] = commit  # `multigrain log` tags the MLflow run with it
+    write_json(run_dir / "metrics.json", result)
+    return result
