@@ -26,8 +26,6 @@ from multigrain.platform.batching import BatchIterator
 from multigrain.platform.checkpoints import atomic_save, load_checkpoint, rng_state, set_rng_state  # noqa: F401
 from multigrain.platform.config import Lazy, build
 from multigrain.platform.data_parallel import Replica
-# benchmarks/ner_results.py and sentence_results.py import describe_device from here (devices.py holds it)
-from multigrain.platform.devices import describe_device  # noqa: F401
 from multigrain.platform.devices import move_to, pick_device
 from multigrain.platform.evaluation import evaluate
 from multigrain.platform.hints import Matches, Range
