@@ -62,6 +62,9 @@ MASK = "[MASK]"
 
 
 class _Counts:
+    """Metric sums; a value may be a tensor on the model's device, summed there and read only when
+    the metrics are (so a training step reads nothing back)."""
+
     def __init__(self):
         self.reset()
 
@@ -69,10 +72,14 @@ class _Counts:
         self.sums: Counter = Counter()
 
     def add(self, **values):
-        self.sums.update(values)
+        for key, value in values.items():
+            self.sums[key] = self.sums[key] + (value.detach() if isinstance(value, torch.Tensor) else value)
+
+    def total(self, key: str) -> float:
+        return float(self.sums[key])
 
     def ratio(self, num: str, den: str) -> float:
-        return self.sums[num] / self.sums[den] if self.sums[den] else 0.0
+        return self.total(num) / self.total(den) if self.total(den) else 0.0
 
 
 @Model.register("pretrainer")
@@ -102,6 +109,9 @@ class Pretrainer(SentenceModel):
         self.msp_head = MaskedTokenHead(self.encoder.get_output_dim(), embedder.get_output_dim(), embedder.vocab_size)
         self.sop_head = SentenceOrderHead(self.encoder.get_output_dim()) if sop else None
         self.register_buffer("step", torch.zeros((), dtype=torch.long))
+        # (the value of ``step``, the buffer's version when it had it): read from the device again
+        # only after something else wrote the buffer (loading a state dict, zero_, fill_)
+        self._host_step: Optional[tuple[int, int]] = None
         self.eval_step = 0
         self.counts = _Counts()
 
@@ -161,8 +171,10 @@ class Pretrainer(SentenceModel):
         """The masking step: the training batch counter (then advanced), or ``-1 - k`` for the
         k-th batch of an evaluation."""
         if self.training:
-            step = int(self.step)
+            known = self._host_step
+            step = known[0] if known is not None and known[1] == self.step._version else int(self.step)
             self.step += 1
+            self._host_step = (step + 1, self.step._version)
         else:
             step, self.eval_step = -1 - self.eval_step, self.eval_step + 1
         return step
@@ -209,20 +221,19 @@ class Pretrainer(SentenceModel):
         terms = {"msp": (msp["loss"], len(own["targets"]))}  # data-parallel weights (platform/data_parallel.py)
         output = {"msp_loss": msp["loss"].detach(), "masked": own["chosen"], "masked_input": own["corrupted"],
                   "msp_predictions": msp["predictions"], "msp_targets": own["targets"]}
-        right = int((msp["predictions"] == own["targets"]).sum())
-        self.counts.add(msp_right=right, msp_total=len(own["targets"]), msp_loss=float(msp["loss"].detach()), batches=1)
+        right = (msp["predictions"] == own["targets"]).sum()
+        self.counts.add(msp_right=right, msp_total=len(own["targets"]), msp_loss=msp["loss"].double(), batches=1)
         if self.sop_head is not None:
             sop = self.sop_head(own["cls"], sop_label, sop_pairs)
             output["sop_predictions"] = sop["predictions"]
             if sop_label is not None:  # a mean over the batch's pairs (0 when it has none)
                 loss = loss + sop["loss"]
-                pairs = int(sop["count"])
-                terms["sop"] = (sop["loss"], pairs)
-                self.counts.add(sop_right=int(sop["right"]), sop_total=pairs)
+                terms["sop"] = (sop["loss"], sop["count"])
+                self.counts.add(sop_right=sop["right"].double(), sop_total=sop["count"].double())
         if not self.training:  # the leakage check: the other masking, measured the same way
             other = "token" if self.masking == "segment" else "segment"
             check = self.masked_pass(other, chars, mask, lattice, special, segments, example_keys, step)
-            right_other = int((check["out"]["predictions"] == check["targets"]).sum())
+            right_other = (check["out"]["predictions"] == check["targets"]).sum()
             self.counts.add(**{f"{self.masking}_right": right, f"{self.masking}_total": len(own["targets"]),
                                f"{other}_right": right_other, f"{other}_total": len(check["targets"])})
         output["loss"], output["loss_terms"] = loss, terms
@@ -233,9 +244,9 @@ class Pretrainer(SentenceModel):
         metrics = {"msp_accuracy": c.ratio("msp_right", "msp_total"), "msp_loss": c.ratio("msp_loss", "batches")}
         # of the pairs seen; none when the batches had no pair (a corpus of short texts), but named
         # before any batch (a spec may validate on it)
-        if self.sop_head is not None and (c.sums["sop_total"] or not c.sums["batches"]):
+        if self.sop_head is not None and (c.total("sop_total") or not c.total("batches")):
             metrics["sop_accuracy"] = c.ratio("sop_right", "sop_total")
-        if c.sums["segment_total"] or c.sums["token_total"]:
+        if c.total("segment_total") or c.total("token_total"):
             metrics["segment_masked_accuracy"] = c.ratio("segment_right", "segment_total")
             metrics["token_masked_accuracy"] = c.ratio("token_right", "token_total")
         if reset:
