@@ -9,6 +9,9 @@ local vectors = { vectors: 'runs/vectors' };
 // epochs, the whole dev and test sets (their own readers, without the training reader's limit).
 local bq20k = ['+dataset_reader.max_instances=20000', '+validation_dataset_reader={"type": "bq_corpus"}',
                '+test_dataset_reader={"type": "bq_corpus"}'];
+// a smaller first look on a busy CPU: 10,000 pairs, one epoch
+local bq10k = ['+dataset_reader.max_instances=10000', '+validation_dataset_reader={"type": "bq_corpus"}',
+               '+test_dataset_reader={"type": "bq_corpus"}', 'trainer.num_epochs=1'];
 {
   description: 'the sentence table of benchmarks/RESULTS.md (ChnSentiCorp, BQ, THUCNews, CMRC 2018)',
   entries: [
@@ -70,9 +73,9 @@ local bq20k = ['+dataset_reader.max_instances=20000', '+validation_dataset_reade
       configs: { "small-query": ["model.embedder.num_layers=2", "model.embedder.hidden_size=128", "model.encoder.pool_over=query", "trainer.num_epochs=10"] } },
     { spec: '../mrc/cmrc2018_backbone.jsonnet', seeds: [13],
       configs: { "small": ["model.embedder.num_layers=2", "model.embedder.hidden_size=128", "trainer.num_epochs=2"] } },
-    { spec: '../pair/bq_m3e_backbone.jsonnet', seeds: [13, 14, 15], configs: { "20k": bq20k } },
-    { spec: '../pair/bq_m3e_hrmf.jsonnet', seeds: [13, 14, 15], configs: { "20k": bq20k } },
-    { spec: '../pair/bq_m3e_mwa.jsonnet', seeds: [13, 14, 15], configs: { "20k": bq20k } },
+    { spec: '../pair/bq_m3e_backbone.jsonnet', seeds: [13, 14, 15], configs: { "20k": bq20k, "10k-e1": bq10k } },
+    { spec: '../pair/bq_m3e_hrmf.jsonnet', seeds: [13, 14, 15], configs: { "20k": bq20k, "10k-e1": bq10k } },
+    { spec: '../pair/bq_m3e_mwa.jsonnet', seeds: [13, 14, 15], configs: { "20k": bq20k, "10k-e1": bq10k } },
     { spec: '../pair/bq_backbone.jsonnet', seeds: [13, 14, 15],
       configs: { "small": ["model.embedder.num_layers=2", "model.embedder.hidden_size=128", "trainer.num_epochs=3"] } },
     { spec: '../pair/bq_hrmf.jsonnet', seeds: [13, 14, 15],
