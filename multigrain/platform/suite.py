@@ -11,8 +11,14 @@ A suite file evaluates to::
           overrides: { 'trainer.num_epochs': 2 },       // applied to every config
           ext_vars: { variant: 'mwa' },
           resources: { cpus: 1, gpus: 0.25, memory_gb: 4 } },
+        { spec: '../finetune/resume_ner.jsonnet', seeds: [13],
+          ext_vars: { pretrained: { run_of: 'lattice_bert_tiny' }, encoder: 'lattice_bert' } },
       ],
     }
+
+An ext-var ``{ run_of: NAME }`` is the run directory of the earlier entry NAME (an entry's name with
+its ``[tag]``) at the same seed, or at its only seed: the run starts when that one has finished (a
+fine-tuning after its pre-training), and ``--only`` of the later entry plans the earlier one too.
 
 Every (entry, config, seed) is one run: the resolved spec's hash is its identity and its run
 directory is ``<runs>/<spec stem>[-<tag>]-<hash8>`` (a ``multigrain train`` of the same spec
@@ -28,7 +34,6 @@ points for a single committed seed), else *differs*; *missing* when no run of it
 from __future__ import annotations
 
 import json
-import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -37,8 +42,6 @@ from multigrain.platform.errors import ConfigurationError, Problem, SpecError
 
 ENTRY_KEYS = ("spec", "seeds", "configs", "overrides", "ext_vars", "resources", "name")
 RESOURCE_KEYS = {"cpus": "num_cpus", "gpus": "num_gpus", "memory_gb": "memory"}
-#: one committed seed: a run within this many points (fractions: 0.005) reproduces it
-ONE_SEED_TOLERANCE = 0.005
 
 
 @dataclass
@@ -55,6 +58,7 @@ class SuiteRun:
     run_dir: str
     options: dict = field(default_factory=dict)  # Ray options: num_cpus, num_gpus, memory
     overrides: list = field(default_factory=list)  # the -o texts of its entry and configuration
+    needs: list = field(default_factory=list)  # indices of the runs whose run directories it reads (run_of)
 
     @property
     def label(self) -> str:
@@ -122,8 +126,9 @@ def entry_problems(entry: Any, where: str) -> list[Problem]:
         if tag and not all(c.isalnum() or c in "-_" for c in tag):
             out.append(Problem(f"{where}.configs.{tag}", "a tag is letters, digits, '-' and '_'", "value"))
     for k, v in (entry.get("ext_vars") or {}).items() if isinstance(entry.get("ext_vars"), dict) else ():
-        if not isinstance(v, str):
-            out.append(Problem(f"{where}.ext_vars.{k}", "an ext-var is a string", "type"))
+        if not isinstance(v, str) and not (isinstance(v, dict) and set(v) == {"run_of"} and isinstance(v["run_of"], str)):
+            out.append(Problem(f"{where}.ext_vars.{k}", "an ext-var is a string, or {run_of: 'ENTRY NAME'} (the "
+                                                         "run directory of an earlier entry)", "type"))
     for k, v in (entry.get("resources") or {}).items() if isinstance(entry.get("resources"), dict) else ():
         if k not in RESOURCE_KEYS:
             out.append(Problem(f"{where}.resources.{k}", f"unknown resource{did_you_mean(k, RESOURCE_KEYS)}",
@@ -163,56 +168,63 @@ def plan(suite_path: str | Path, suite: dict, runs_root: str | Path = "runs", on
     of each run's spec and hash."""
     from fnmatch import fnmatch
 
-    from multigrain.platform.experiment import validate_spec
-    from multigrain.platform.runs import default_run_dir
-    from multigrain.platform.specs import apply_overrides, evaluate_jsonnet, spec_hash
-
     folder = Path(suite_path).resolve().parent
     pattern = (only or "").replace("[", "[[]")  # a bracket is a configuration's tag, never a character class
-    runs, problems, seen, names = [], [], {}, []
+    items = []  # (entry index, entry, tag, tagged overrides, name, stem)
     for i, entry in enumerate(suite["entries"]):
-        where = f"entries[{i}]"
-        spec_file = folder / entry["spec"]
-        stem = spec_file.name.split(".")[0]
-        configs = entry.get("configs") or {"": {}}
-        for tag, tagged in configs.items():
+        stem = (folder / entry["spec"]).name.split(".")[0]
+        for tag, tagged in (entry.get("configs") or {"": {}}).items():
             name = entry.get("name") or stem
-            name = f"{name} [{tag}]" if tag else name
-            names.append(name)
-            if only and only != name and not fnmatch(name, pattern) and not (entry.get("name") and fnmatch(stem, pattern)):
-                continue
-            try:
-                base = evaluate_jsonnet(spec_file, entry.get("ext_vars") or {}, [*jsonnet_paths, str(folder)], timeout)
-                texts = override_texts(entry.get("overrides") or {}) + override_texts(tagged) + list(overrides)
-                base = apply_overrides(base, texts)
-            except SpecError as e:
-                problems += [p.at(f"{where}{'.configs.' + tag if tag else ''}: {entry['spec']}"
-                                  + (f": {p.path}" if p.path else "")) for p in e.problems]
-                continue
-            except ConfigurationError as e:
-                problems.append(Problem(f"{where}.spec", str(e), "file"))
-                continue
-            for seed in entry.get("seeds") or [base.get("seed", 13)]:
-                spec = {**base, "seed": seed}
-                try:
-                    validate_spec(spec, str(spec_file), check_data_paths)
-                except SpecError as e:
-                    problems += [p.at(f"{where}: {entry['spec']}: {p.path}") for p in e.problems]
+            items.append((i, entry, tag, tagged, f"{name} [{tag}]" if tag else name, stem))
+    names = [item[4] for item in items]
+    selected = {item[4] for item in items if not only or only == item[4] or fnmatch(item[4], pattern)
+                or (item[1].get("name") and fnmatch(item[5], pattern))}
+    chosen = set(selected)
+    for i, entry, _, _, name, _ in reversed(items):  # what the chosen entries read (run_of), transitively
+        if name in chosen:
+            chosen |= {v["run_of"] for v in (entry.get("ext_vars") or {}).values() if isinstance(v, dict)}
+    planned: dict[str, dict[int, SuiteRun]] = {}
+    runs, problems, seen, bases = [], [], {}, {}
+    for i, entry, tag, tagged, name, stem in items:
+        if name not in chosen:
+            continue
+        where, spec_file = f"entries[{i}]", folder / entry["spec"]
+        texts = override_texts(entry.get("overrides") or {}) + override_texts(tagged) + list(overrides)
+        for seed in entry.get("seeds") or [None]:
+            needs, ext_vars = [], {}
+            for key, value in (entry.get("ext_vars") or {}).items():
+                if isinstance(value, str):
+                    ext_vars[key] = value
+                    continue
+                earlier = planned.get(value["run_of"], {})
+                need = earlier.get(seed) or (next(iter(earlier.values())) if len(earlier) == 1 else None)
+                if need is None:
+                    problems.append(Problem(f"{where}.ext_vars.{key}", f"run_of {value['run_of']!r}: no earlier entry "
+                                            f"of that name with seed {seed} (or with one seed)", "value"))
                     break
-                digest = spec_hash(spec)
-                if digest in seen:
-                    problems.append(Problem(where, f"{name} seed {seed} is the same spec as {seen[digest]} (hash "
-                                                   f"{digest[:12]}): remove one", "value"))
-                    continue
-                seen[digest] = f"{name} seed {seed}"
-                if seeds is not None and seed not in seeds:
-                    continue
-                run_dir = default_run_dir(f"{stem}-{tag}" if tag else stem, digest, runs_root)
-                options = {RESOURCE_KEYS[k]: (v * 2**30 if k == "memory_gb" else v)
-                           for k, v in (entry.get("resources") or {}).items()}
-                options.setdefault("num_cpus", 1)
-                runs.append(SuiteRun(name, len(runs), str(spec_file), tag, seed, spec, digest, str(run_dir), options,
-                                     texts))
+                needs.append(need)
+                ext_vars[key] = need.run_dir
+            else:
+                key = (i, tag, tuple(sorted(ext_vars.items())))
+                if key not in bases:  # evaluated once per configuration (and run_of directories)
+                    bases[key] = _evaluated(where, entry, tag, spec_file, ext_vars, texts, jsonnet_paths, folder,
+                                            timeout, problems)
+                run = None if bases[key] is None else _planned_run(
+                    where, entry, tag, name, stem, spec_file, seed, bases[key], texts, needs, runs_root,
+                    check_data_paths and all(n.state() == "finished" for n in needs), problems, seen)
+                if run is not None:
+                    planned.setdefault(name, {})[run.seed] = run
+                    runs.append(run)
+                continue
+            break  # a run_of that names no planned run: the entry's other seeds would say the same
+    keep: dict[int, SuiteRun] = {}  # the chosen runs with what they read (run_of), earlier in the list
+    for r in runs:
+        if r.entry in selected and (seeds is None or r.seed in seeds):
+            keep.update((id(n), n) for n in _needs_first(r) if id(n) not in keep)
+    runs = list(keep.values())
+    position = {id(r): index for index, r in enumerate(runs)}
+    for r in runs:
+        r.index, r.needs = position[id(r)], [position[id(n)] for n in r.needs]
     if problems:
         raise SpecError(list(dict.fromkeys(problems)), str(suite_path))
     if not runs and seeds is not None:
@@ -222,6 +234,55 @@ def plan(suite_path: str | Path, suite: dict, runs_root: str | Path = "runs", on
         raise ConfigurationError(f"--only {only!r}: no entry of {suite_path} matches (an fnmatch pattern, or an "
                                  f"entry's exact name); its entries: {', '.join(dict.fromkeys(names))}")
     return runs
+
+
+def _evaluated(where: str, entry: dict, tag: str, spec_file: Path, ext_vars: dict, texts: list[str],
+               jsonnet_paths: Sequence[str], folder: Path, timeout: Optional[float], problems: list) -> Optional[dict]:
+    """The entry's spec with its configuration's overrides, or None (its problems appended)."""
+    from multigrain.platform.specs import apply_overrides, evaluate_jsonnet
+
+    try:
+        return apply_overrides(evaluate_jsonnet(spec_file, ext_vars, [*jsonnet_paths, str(folder)], timeout), texts)
+    except SpecError as e:
+        problems += [p.at(f"{where}{'.configs.' + tag if tag else ''}: {entry['spec']}" + (f": {p.path}" if p.path else ""))
+                     for p in e.problems]
+    except ConfigurationError as e:
+        problems.append(Problem(f"{where}.spec", str(e), "file"))
+    return None
+
+
+def _planned_run(where: str, entry: dict, tag: str, name: str, stem: str, spec_file: Path, seed: Optional[int],
+                 base: dict, texts: list[str], needs: list, runs_root, check_data_paths: bool, problems: list,
+                 seen: dict) -> Optional[SuiteRun]:
+    """One run of an entry's configuration at ``seed`` (None: the spec's own), or None (a problem)."""
+    from multigrain.platform.experiment import validate_spec
+    from multigrain.platform.runs import default_run_dir
+    from multigrain.platform.specs import spec_hash
+
+    spec = {**base, "seed": base.get("seed", 13) if seed is None else seed}
+    try:
+        validate_spec(spec, str(spec_file), check_data_paths)
+    except SpecError as e:
+        problems += [p.at(f"{where}: {entry['spec']}: {p.path}") for p in e.problems]
+        return None
+    digest = spec_hash(spec)
+    if digest in seen:
+        problems.append(Problem(where, f"{name} seed {spec['seed']} is the same spec as {seen[digest]} (hash "
+                                       f"{digest[:12]}): remove one", "value"))
+        return None
+    seen[digest] = f"{name} seed {spec['seed']}"
+    options = {RESOURCE_KEYS[k]: (v * 2**30 if k == "memory_gb" else v) for k, v in (entry.get("resources") or {}).items()}
+    options.setdefault("num_cpus", 1)
+    run_dir = default_run_dir(f"{stem}-{tag}" if tag else stem, digest, runs_root)
+    return SuiteRun(name, 0, str(spec_file), tag, spec["seed"], spec, digest, str(run_dir), options, texts, list(needs))
+
+
+def _needs_first(run: SuiteRun) -> list[SuiteRun]:
+    """``run`` after the runs it reads, theirs first (``needs`` still holds runs, not indices)."""
+    out: list[SuiteRun] = []
+    for need in run.needs:
+        out += [n for n in _needs_first(need) if all(n is not o for o in out)]
+    return out + [run]
 
 
 def run_tags(r: SuiteRun, result: Optional[dict] = None, when: Optional[float] = None) -> dict[str, str]:
@@ -269,64 +330,4 @@ def describe_plan(runs: list[SuiteRun]) -> list[str]:
     counts = {s: states.count(s) for s in ("finished", "partial", "new")}
     lines.append(f"{len(runs)} runs: {counts['new']} to train, {counts['partial']} to resume, "
                  f"{counts['finished']} to reuse")
-    return lines
-
-
-# ---------------------------------------------------------------------------- --check
-def check(runs: list[SuiteRun], board_recs: list[dict]) -> list[dict]:
-    """One verdict per entry (``entry`` name, experiment): reproduced / differs / missing / new,
-    with our mean, the committed mean ± sd and seed count, and the paper's number."""
-    from multigrain.platform.experiment import identity
-    from multigrain.platform.leaderboard import rows
-    from multigrain.platform.papers import paper_number
-    from multigrain.platform.tracking import experiment_name
-
-    recs = [{"run_id": rec.get("id"), **rec} for rec in board_recs]
-    committed = {(r["experiment"], r["name"]): r for r in rows(recs)}
-    by_entry: dict[str, list[SuiteRun]] = {}
-    for r in runs:
-        by_entry.setdefault(r.entry, []).append(r)
-    out = []
-    for entry, members in by_entry.items():
-        experiment = experiment_name(identity(members[0].spec))
-        results = [m.result() for m in members]
-        values, metric = [], None
-        for res in results:
-            if res and res.get("test"):
-                metric = res.get("leaderboard_metric") or "f1"
-                if metric in res["test"]:
-                    values.append(res["test"][metric])
-        row = {"entry": entry, "experiment": experiment, "metric": f"test_{metric}" if metric else None,
-               "ours": statistics.fmean(values) if values else None,
-               "ours_sd": statistics.stdev(values) if len(values) > 1 else None, "seeds": len(values),
-               "paper": paper_number(experiment, Path(members[0].spec_path).name.split(".")[0]) or ""}
-        board = committed.get((experiment, entry))
-        if board:
-            row.update(committed_mean=board["value"], committed_sd=board.get("std"), committed_seeds=board["seeds"])
-        if not values:
-            row["verdict"] = "missing"
-        elif not board:
-            row["verdict"] = "new"
-        else:
-            sd = board.get("std")
-            tolerance = 2 * sd if sd else ONE_SEED_TOLERANCE
-            row["tolerance"] = tolerance
-            row["verdict"] = "reproduced" if abs(row["ours"] - board["value"]) <= tolerance + 1e-12 else "differs"
-        out.append(row)
-    return out
-
-
-def check_lines(verdicts: list[dict]) -> list[str]:
-    def pct(v):
-        return "-" if v is None else f"{100 * v:.2f}"
-
-    lines = []
-    for v in verdicts:
-        ours = f"{pct(v['ours'])}" + (f" ± {pct(v['ours_sd'])}" if v.get("ours_sd") is not None else "")
-        board = (f"{pct(v['committed_mean'])}" + (f" ± {pct(v['committed_sd'])}" if v.get("committed_sd") else "")
-                 + f" ({v['committed_seeds']} seeds)") if "committed_mean" in v else "-"
-        lines.append(f"{v['verdict']:<10} {v['experiment']:<18} {v['entry']:<36} ours {ours} ({v['seeds']} seeds)"
-                     f"  committed {board}" + (f"  paper {v['paper']}" if v["paper"] else ""))
-    counts = {k: sum(v["verdict"] == k for v in verdicts) for k in ("reproduced", "differs", "missing", "new")}
-    lines.append(", ".join(f"{n} {k}" for k, n in counts.items()))
     return lines

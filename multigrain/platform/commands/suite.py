@@ -51,8 +51,10 @@ def cmd_suite(args) -> int:
     if args.check is not None:
         from multigrain.platform.portable import read_board
 
-        verdicts = suites.check(runs, read_board(args.check))
-        for line in suites.check_lines(verdicts):
+        from multigrain.platform.suite_check import check, check_lines
+
+        verdicts = check(runs, read_board(args.check))
+        for line in check_lines(verdicts):
             print(line)
         return 1 if any(v["verdict"] == "differs" for v in verdicts) else 0
     lines = suites.describe_plan(runs)

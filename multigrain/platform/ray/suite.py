@@ -21,9 +21,11 @@ from multigrain.platform.suite import SuiteRun
 PROGRESS_EVERY = 25.0
 
 
-def _suite_task(spec: dict, run_dir: str, index: int, monitor, cwd: str, hide_gpus: bool, included: list) -> dict:
+def _suite_task(spec: dict, run_dir: str, index: int, monitor, cwd: str, hide_gpus: bool, included: list,
+                *after) -> dict:
     """What a worker runs for one suite run: wait for the run directory's suite lock, then train
-    or reuse it (``sweep._trial_task``)."""
+    or reuse it (``sweep._trial_task``). ``after``: the results of the runs it reads (``run_of``),
+    which Ray hands over only when they have finished."""
     import fcntl
 
     from multigrain.platform.ray.sweep import _trial_task
@@ -105,11 +107,14 @@ def run_suite(runs: list[SuiteRun], max_retries: int = 2, uri: Optional[str] = N
     cwd = os.getcwd()
     states = {i: o["state"] for i, o in outcome.items()}
     pending = {}
-    for r in todo:
+    submitted = {}
+    for r in todo:  # a run after the runs it reads (plan orders them so)
         hide = has_gpus and not r.options.get("num_gpus")
         options = {**r.options, **({"max_calls": 1} if hide else {})}
         task = ray.remote(max_retries=max_retries, retry_exceptions=False, **options)(_suite_task)
-        pending[task.remote(r.spec, r.run_dir, r.index, monitor, cwd, hide, included)] = r
+        after = [submitted[n] for n in r.needs if n in submitted]
+        ref = submitted[r.index] = task.remote(r.spec, r.run_dir, r.index, monitor, cwd, hide, included, *after)
+        pending[ref] = r
         states[r.index] = "queued"
     progress = Progress(runs, print_line)
     progress.update(states, force=True)

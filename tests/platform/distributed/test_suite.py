@@ -260,3 +260,35 @@ def test_a_killed_suite_restarts_reusing_finished_runs_and_resuming_the_interrup
     assert done["finished"] and done["epochs_completed"] == 8 and done["history"][:len(had)] == had
     training = [r for r in mlflow_runs(uri) if "evaluated_on" not in r.data.tags]
     assert sorted(r.data.tags["spec_hash"] for r in training) == sorted([short.spec_hash, long.spec_hash])
+
+
+def test_an_entry_reads_an_earlier_entrys_run_directory_and_starts_after_it(ray_local, tiny, capsys):
+    """``ext_vars: {pretrained: {run_of: NAME}}``: the run directory of entry NAME at the same seed
+    (or its only seed); the reading runs start once that run has finished (here they need its
+    directory to exist to find their validation file), and ``--only`` of the reader plans it too."""
+    spec = Path(tiny["spec"])
+    reader = tiny["dir"] / "reader.jsonnet"
+    reader.write_text(f"(import '{spec.name}') + {{ validation_data_path: std.extVar('pretrained') + "
+                      f"'/../../data/dev.bmes' }}", encoding="utf-8")
+    path = write_suite(tiny["dir"], [{"spec": spec.name, "seeds": [13], "name": "first"},
+                                     {"spec": reader.name, "seeds": [13, 14], "name": "second",
+                                      "ext_vars": {"pretrained": {"run_of": "first"}}}], "chained.json")
+    runs = suites.plan(path, suites.load_suite(path), tiny["runs"], check_data_paths=False)
+    first = runs[0]
+    assert [(r.entry, r.seed, r.needs) for r in runs] == [("first", 13, []), ("second", 13, [0]), ("second", 14, [0])]
+    assert runs[1].spec["validation_data_path"] == first.run_dir + "/../../data/dev.bmes"
+    only = suites.plan(path, suites.load_suite(path), tiny["runs"], only="second", seeds=[14], check_data_paths=False)
+    assert [(r.entry, r.seed, r.needs) for r in only] == [("first", 13, []), ("second", 14, [0])]
+    bad = write_suite(tiny["dir"], [{"spec": spec.name, "ext_vars": {"a": 1}}], "bad_var.json")
+    with pytest.raises(SpecError, match=r"entries\[0\].ext_vars.a: an ext-var is a string, or \{run_of"):
+        suites.load_suite(bad)
+    bad = write_suite(tiny["dir"], [{"spec": reader.name, "name": "second", "ext_vars": {"pretrained": {"run_of": "x"}}}],
+                      "bad_chain.json")
+    with pytest.raises(SpecError, match=r"entries\[0\].ext_vars.pretrained: run_of 'x': no earlier entry"):
+        suites.plan(bad, suites.load_suite(bad), tiny["runs"])
+
+    assert cli_main(["suite", path, "--runs-dir", tiny["runs"], "--no-tracking"]) == 0
+    assert "3 runs: 3 to train, 0 to resume, 0 to reuse" in capsys.readouterr().out
+    first_done = Path(first.run_dir, "metrics.json").stat().st_mtime
+    for r in runs[1:]:
+        assert r.result() is not None and Path(r.run_dir, "config.json").stat().st_mtime >= first_done
