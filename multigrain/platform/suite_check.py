@@ -32,10 +32,11 @@ def check(runs: list[SuiteRun], board_recs: list[dict]) -> list[dict]:
         results = [m.result() for m in members]
         values, metric = [], None
         for res in results:
-            if res and res.get("test"):
-                metric = res.get("leaderboard_metric") or "f1"
-                if metric in res["test"]:
-                    values.append(res["test"][metric])
+            scored = _test_scores(res, experiment)
+            if scored:
+                metric = scored[1]
+                if metric in scored[0]:
+                    values.append(scored[0][metric])
         row = {"entry": entry, "experiment": experiment, "metric": f"test_{metric}" if metric else None,
                "ours": statistics.fmean(values) if values else None,
                "ours_sd": statistics.stdev(values) if len(values) > 1 else None, "seeds": len(values),
@@ -70,3 +71,17 @@ def check_lines(verdicts: list[dict]) -> list[str]:
     counts = {k: sum(v["verdict"] == k for v in verdicts) for k in ("reproduced", "differs", "missing", "new")}
     lines.append(", ".join(f"{n} {k}" for k, n in counts.items()))
     return lines
+
+
+def _test_scores(result: dict | None, experiment: str) -> tuple[dict, str] | None:
+    """(test metrics, the ranked one) of a finished run: its test set's, else those of its named
+    test set of the experiment's dataset (``test_sets.tvsub`` for ``mt/tvsub``: a translation spec
+    scores its test sets there)."""
+    if not result:
+        return None
+    if result.get("test"):
+        return result["test"], result.get("leaderboard_metric") or "f1"
+    own = (result.get("test_sets") or {}).get(experiment.split("/", 1)[-1])
+    if own and own.get("metrics"):
+        return own["metrics"], own.get("leaderboard_metric") or result.get("leaderboard_metric") or "f1"
+    return None

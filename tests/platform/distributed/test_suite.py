@@ -292,3 +292,16 @@ def test_an_entry_reads_an_earlier_entrys_run_directory_and_starts_after_it(ray_
     first_done = Path(first.run_dir, "metrics.json").stat().st_mtime
     for r in runs[1:]:
         assert r.result() is not None and Path(r.run_dir, "config.json").stat().st_mtime >= first_done
+
+
+def test_check_reads_a_translation_runs_own_test_set():
+    """A spec scored only on named test sets (translation) is checked on the set named like its
+    dataset (``mt/tvsub``: ``test_sets.tvsub``), with that set's ranked metric."""
+    from multigrain.platform.suite_check import _test_scores
+
+    result = {"leaderboard_metric": "bleu", "test_sets": {"tvsub": {"metrics": {"bleu": 3.2, "chrf": 12.0},
+                                                                    "leaderboard_metric": "bleu"},
+                                                          "wmt22": {"metrics": {"bleu": 0.2}}}}
+    assert _test_scores(result, "mt/tvsub") == ({"bleu": 3.2, "chrf": 12.0}, "bleu")
+    assert _test_scores(result, "mt/other") is None and _test_scores(None, "mt/tvsub") is None
+    assert _test_scores({"test": {"f1": 0.9}, "leaderboard_metric": "f1"}, "ner/resume") == ({"f1": 0.9}, "f1")
