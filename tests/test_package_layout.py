@@ -149,6 +149,17 @@ def test_the_run_and_its_training_import_nothing_of_ray(module):
     assert knows_ray(imported_names(path, f"multigrain.platform.{module}")) == []
 
 
+def test_models_import_no_readers():
+    """A model reads no data files: what it shares with a reader lives in a module both import."""
+    wrong = {}
+    for path in sorted((PACKAGE / "components" / "models").glob("*.py")):
+        name = f"multigrain.components.models.{path.stem}"
+        found = sorted(n for n in imported_names(path, name) if n.startswith("multigrain.components.readers"))
+        if found:
+            wrong[path.name] = found
+    assert wrong == {}
+
+
 def test_no_module_over_400_lines():
     long = {str(p.relative_to(ROOT)): n for p in PACKAGE.rglob("*.py")
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
