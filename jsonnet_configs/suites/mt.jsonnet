@@ -2,11 +2,20 @@
 // `small` size, three seeds each (scored on TVsub's 3 references and WMT22's 2 by their specs'
 // test_sets). The GPU-sized runs are `benchmarks/device_session.sh mt`.
 local gpu_share = { cpus: 2, gpus: 0.16, memory_gb: 8 };
+local base_gpu = ['trainer.num_epochs=1', '+dataset_reader.max_instances=280000', '+trainer.mixed_precision=bf16'];
 {
   description: 'translation: Transformer vs BiG on TVsub (small)',
   entries: [
     { spec: '../mt/tvsub_transformer_small.jsonnet', seeds: [13, 14, 15], resources: { cpus: 1, memory_gb: 4 } },
     { spec: '../mt/tvsub_big_small.jsonnet', seeds: [13, 14, 15], resources: { cpus: 1, memory_gb: 4 } },
+    // issue 40's 40-minute CPU recipe (RESULTS.md: Translation on the CPU: 40 minutes)
+    { spec: '../mt/tvsub_transformer_small_cpu.jsonnet', seeds: [13], resources: { cpus: 1, memory_gb: 4 } },
+    { spec: '../mt/tvsub_big_small_cpu.jsonnet', seeds: [13], resources: { cpus: 1, memory_gb: 4 } },
+    // the base size on a GPU, one epoch of the first 280,000 pairs (Translation on a GPU: base)
+    { spec: '../mt/tvsub_transformer.jsonnet', seeds: [13], resources: { cpus: 4, gpus: 0.5, memory_gb: 16 },
+      configs: { 'gpu-280k-e1': base_gpu } },
+    { spec: '../mt/tvsub_big.jsonnet', seeds: [13], resources: { cpus: 4, gpus: 0.5, memory_gb: 16 },
+      configs: { 'gpu-280k-e1': base_gpu } },
     // issue 40's GPU recipe: six trainings share one GPU (benchmarks/device_session.sh mt)
     { spec: '../mt/tvsub_transformer_small_gpu.jsonnet', seeds: [13, 14, 15], resources: gpu_share },
     { spec: '../mt/tvsub_big_small_gpu.jsonnet', seeds: [13, 14, 15], resources: gpu_share },
