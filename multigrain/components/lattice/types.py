@@ -282,7 +282,7 @@ class LatticeBatch:
             max_chars=n_max,
             seg_ids=seg,
             max_words=int((t - n).max()),
-            longest_word=int((spans[~is_char_flat, 1] - spans[~is_char_flat, 0]).max(initial=-1)) + 1,
+            longest_word=int(np.diff(spans[~is_char_flat], axis=1).max(initial=-1)) + 1,
             longest_segment=max(_longest_run(lat.seg_ids) for lat in lattices) if seg is not None else None,
         )
 
