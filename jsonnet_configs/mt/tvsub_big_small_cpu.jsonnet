@@ -4,6 +4,7 @@
 local mt = import '../lib/mt.libsonnet';
 local sets = mt.test_sets('big');
 
-mt.tvsub_spec('big', 'small', epochs=mt.cpu40.epochs, recipe={ dropout: 0.0 }, max_pairs=mt.cpu40.pairs) + {
+mt.tvsub_spec('big', 'small', epochs=mt.cpu40.epochs, recipe=mt.cpu40.recipe, max_pairs=mt.cpu40.pairs,
+              batch=mt.cpu40.batch) + {
   test_sets: { tvsub: sets.tvsub, wmt22: sets.wmt22 },
 }

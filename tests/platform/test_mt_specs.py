@@ -67,8 +67,9 @@ def test_recipe_specs_differ_only_in_the_encoder_and_are_pre_norm_with_steps_of_
         assert model["encoder"]["dropout"] == model["decoder"]["dropout"] == 0.0
         assert trainer["scheduler"]["type"] == "inverse_sqrt" and trainer["scheduler"]["warmup_steps"] >= 100
         assert InverseSqrt.uses_num_training_steps is False  # the warm-up is the same in a cut or extended run
-    if variant == "cpu":  # 2 x 120,000 pairs in batches of 64: 3,750 updates, about 40 minutes of one core
-        assert transformer["dataset_reader"]["max_instances"] * transformer["trainer"]["num_epochs"] // 64 == 3750
+    if variant == "cpu":  # 2 x 180,000 pairs in length-bucketed token batches: about 40 minutes of one core
+        assert transformer["dataset_reader"]["max_instances"] * transformer["trainer"]["num_epochs"] == 360_000
+        assert transformer["data_loader"]["max_tokens"] == 1536
         assert set(transformer["test_sets"]) == {"tvsub", "wmt22"}
     else:  # every pair, token batches, bf16 where a GPU has it
         assert "max_instances" not in transformer["dataset_reader"]

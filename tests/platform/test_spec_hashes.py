@@ -35,9 +35,10 @@ SHIPPED = {
     "mt/tvsub_transformer.jsonnet": ("70982a8b6a1a7f6b2234ae0a09af799e1e2744a2fe52972876657e3da90177e7", {}),
     "mt/tvsub_transformer_small.jsonnet": ("06654af77d958cdbaee8d8e439d5a0f3e2ab03fcbf6fb069ee106f5e16e085ad", {}),
     # issue 40's recipes (pre-norm, inverse_sqrt, steps of warm-up): the 40-minute CPU run and the device call
-    "mt/tvsub_big_small_cpu.jsonnet": ("f39a8386c379b7e1e523ab33e6b450566e111dc1320fee98889e8e73f811f5e9", {}),
+    # *_small_cpu: issue 40's second 40-minute recipe (token batches, 180,000 pairs) since 2026-11-27
+    "mt/tvsub_big_small_cpu.jsonnet": ("b2836d16c633bf8617310cd3f8f46c43b07e33e2cb963173daf59f7f2f6966c0", {}),
     "mt/tvsub_big_small_gpu.jsonnet": ("9aa96331acba9e76a7482f75311256101aef21c54c4b6ea75fe1332780132548", {}),
-    "mt/tvsub_transformer_small_cpu.jsonnet": ("508caf0d65554d95e1754d4e8b48dc2bf4d82f64e25497b4d205c9102b0fe0a5", {}),
+    "mt/tvsub_transformer_small_cpu.jsonnet": ("0b92cf3f29a4e05f8bcae88e76516adf811ccadaf127e6aea0dab3f066daaf49", {}),
     "mt/tvsub_transformer_small_gpu.jsonnet": ("af5f68d8b6833dde58f57e9dbad67332e2641ee855ef1051f560e2a204cac392", {}),
     "ner/msra_big.jsonnet": ("4d38192dc48be2752a923702b9ce8d5bed63303ef69a44a5580942ee5a3c2f1f", {}),
     "ner/msra_big_vec.jsonnet": ("dd82aaa29919d443b311471c4376d2083c6265c802e5f435b76d74a9cc0be435", {"vectors": "runs/vectors"}),
