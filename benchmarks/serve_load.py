@@ -271,7 +271,7 @@ def report(args, flags: list[str], results: list[dict]) -> str:
         "",
         f"Model: `{SPEC}` (char + bigram embeddings 50 + 50, BiLSTM 200, CRF; 1 epoch on 300 Resume NER "
         f"sentences: its cost is what matters). Server: `multigrain serve RUN_DIR {' '.join(flags)}` = 1 ingress "
-        f"replica and 1 long-input replica (nice 10, one request at a time, {limits.long_input_queue} queued, then "
+        f"replica and 1 long-input replica (nice 19, one request at a time, {limits.long_input_queue} queued, then "
         f"429), 1 CPU each; limits: body {args.max_body_bytes} bytes, {args.max_text_chars} characters per text, "
         f"{limits.max_instances} instances, requests over {limits.long_input_chars:,} characters to the long-input "
         f"replica; an ingress replica holds {limits.max_ongoing_requests} requests and predicts the ones waiting "

@@ -212,9 +212,11 @@ def lower_priority(niceness: int) -> list[int]:
 class LongInputPredictor:
     """The long-input replica of one archive: one request at a time, texts one by one, at a
     lower CPU priority than the ingress replicas (and one torch thread) so that they keep the
-    processor for short requests."""
+    processor for short requests. Nice 19, the lowest: Ray starts its workers at nice 15
+    (``RAY_worker_niceness``), ingress replicas included, so a lower value (10, until 2026-11-27)
+    changed nothing."""
 
-    def __init__(self, run_dir: str, batch_size: Optional[int] = None, niceness: int = 10, included: Sequence = ()):
+    def __init__(self, run_dir: str, batch_size: Optional[int] = None, niceness: int = 19, included: Sequence = ()):
         lower_priority(niceness)
         import torch
 
