@@ -93,11 +93,20 @@ def cmd_suite(args) -> int:
     return _summary(runs, outcome)
 
 
+def _scores(result: dict) -> str:
+    """``test f1 0.9294, ...``, or for a run of named test sets (translation) each set's
+    leaderboard metric: ``tvsub bleu 2.4300; wmt22 bleu_cased 0.2000``."""
+    if result.get("test_sets"):
+        return "; ".join(f"{name} {s['leaderboard_metric']} {s['metrics'][s['leaderboard_metric']]:.4f}"
+                         for name, s in result["test_sets"].items() if s.get("leaderboard_metric") in s.get("metrics", {}))
+    test = result.get("test") or {}
+    return "test " + ", ".join(f"{k} {v:.4f}" for k, v in test.items() if k != "loss")
+
+
 def _summary(runs, outcome: dict) -> int:
     failed = [r for r in runs if outcome.get(r.index, {}).get("state") == "failed"]
     for r in runs:
         o = outcome.get(r.index, {})
-        test = (o.get("result") or {}).get("test") or {}
-        print(f"{o.get('state', '?'):<9} {r.label:<40} test {', '.join(f'{k} {v:.4f}' for k, v in test.items() if k != 'loss')}"
+        print(f"{o.get('state', '?'):<9} {r.label:<40} {_scores(o.get('result') or {})}"
               + (f"  ({o['error']})" if o.get("error") else ""))
     return 1 if failed else 0
