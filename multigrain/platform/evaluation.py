@@ -1,7 +1,8 @@
 """A model's metrics over a set of evaluation batches: ``evaluate`` (the metrics, with the mean
 loss when the data has labels) and ``evaluate_counted`` (also the number of instances the model
 scored). Used by the training loop's validation, a run's final evaluation of ``best.pt``, and
-``multigrain evaluate`` on an archive.
+``multigrain evaluate`` on an archive; ``check_model_reads`` tries each evaluation reader's first
+examples on the model before the first epoch.
 """
 from __future__ import annotations
 
@@ -35,3 +36,44 @@ def evaluate_counted(model: Model, batches: BatchIterator, device: torch.device,
     if n_batches:
         metrics["loss"] = total_loss / n_batches
     return metrics, scored
+
+
+def check_model_reads(model: Model, splits: dict, first: int = 2) -> None:
+    """One forward pass, in evaluation mode and without gradients, over the first ``first``
+    examples of each evaluation split (``splits``: the spec path of its reader -> its instances),
+    before the first epoch: a reader that gives the model other fields than the training reader
+    (a validation reader without the segmenter the model reads) fails here, in seconds, rather
+    than at the first validation or at the final test after hours. The random states, the
+    model's mode and its metric counts are left as they were, so the run trains as without it."""
+    import random
+
+    import numpy as np
+
+    states = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    was_training = model.training
+    try:
+        for where, instances in splits.items():
+            if not instances:
+                continue
+            batches = BatchIterator(instances[:first], model.tensorize, model.instance_length, batch_size=first,
+                                    shuffle=False, seed=0, noise=0.0)
+            try:
+                with torch.no_grad():
+                    model.eval()
+                    for _, batch in batches.epoch(0):
+                        model(**batch)
+            except Exception as e:  # noqa: BLE001 - any failure is this reader's mismatch with the model
+                from multigrain.platform.errors import ConfigurationError, MultigrainError
+
+                fields = ", ".join(sorted(instances[0])) if isinstance(instances[0], dict) else type(instances[0]).__name__
+                hint = "" if isinstance(e, MultigrainError) else (
+                    ". Give this reader the options of dataset_reader that the model needs (a segmenter or "
+                    "lattice builder, for instance)")
+                raise ConfigurationError(f"{where}: the model cannot evaluate this reader's first examples "
+                                         f"({type(e).__name__}: {e}); they hold the fields {fields}{hint}") from None
+    finally:
+        model.get_metrics(reset=True)
+        model.train(was_training)
+        random.setstate(states[0])
+        np.random.set_state(states[1])
+        torch.set_rng_state(states[2])

@@ -7,7 +7,8 @@ orchestration between reading the data and writing ``metrics.json``.
   vocabulary (built on a fresh run, read from the directory on a resume);
 - the refusals made before the run directory is made: a device the ``trainer`` section cannot
   train on (``devices.refusal``), sizes beyond the machine (``memory``), a validation metric the
-  model does not report, ``data_loader.max_tokens`` below an instance;
+  model does not report, ``data_loader.max_tokens`` below an instance, an evaluation reader whose
+  examples the model cannot read (``check_model_reads``);
 - the model, and the run's files (marker, ``config.json``, vocabulary, plugin record);
 - the epochs: in this process through a ``Trainer`` (one ``epoch_log`` line and one ``LiveLog``
   epoch each), or with ``trainer.workers`` above 1 on the replicas of the executor the caller
@@ -27,6 +28,7 @@ from multigrain.platform.devices import describe_device, pick_device, refusal
 from multigrain.platform.epoch_log import print_epoch_line
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.experiment import batches_for, build_vocabulary, eval_batches, read_all
+from multigrain.platform.evaluation import check_model_reads
 from multigrain.platform.final_evaluation import evaluate_best
 from multigrain.platform.test_sets import read_test_sets
 from multigrain.platform.training import Trainer, TrainerConfig, seed_everything, write_json
@@ -72,6 +74,8 @@ def train_run(run, resume: bool, extended: bool, stop_after_epoch: Optional[int]
         raise ConfigurationError(f"trainer.validation_metric: the model reports no metric "
                                  f"{exp.trainer.metric_name!r}; it reports {', '.join(sorted(reported))}")
     train_batches = batches_for(model, train, exp.data_loader, exp.seed, True)  # checks max_tokens
+    check_model_reads(model, {"validation_dataset_reader": dev, "test_dataset_reader": test,
+                              **{f"test_sets.{name}": s for name, s in test_sets.items()}})
 
     replicas = data_parallel(run, exp.trainer.workers) if exp.trainer.workers > 1 else None
     device = pick_device(exp.trainer.cuda_device)  # this process's: the final evaluation's
