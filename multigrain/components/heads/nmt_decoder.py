@@ -12,6 +12,12 @@ Target tokens ``y [B, T]`` (``BOS y_1 .. y_{T-1}``, teacher forcing) are embedde
     loss   = label-smoothed cross entropy (eps = label_smoothing) over the non-padding targets,
              averaged over target tokens
 
+With ``target_positions`` (the flat indices of the non-padding targets, ``[N]``, which the
+translator builds while collating, off the training thread and without a device sync) only
+those N rows are projected: ``logits = x.flatten(0, 1)[positions] E^T  [N, V]`` and the same
+loss. The projection onto the vocabulary is about a quarter of the small translator's matrix
+products, and a third of its target positions are padding in length-bucketed batches of 16.
+
 Incremental decoding (beam search, ``components/nn/beam_search.py``): the cross-attention keys
 and values are computed once per source and shared by its beams (they attend as that many
 queries of the source); each step appends its
@@ -111,16 +117,25 @@ class NmtDecoder(Head):
 
     # teacher forcing ---------------------------------------------------------------------------
     def forward(self, states: torch.Tensor, source_mask: torch.Tensor, target_input: torch.Tensor,
-                target_output: Optional[torch.Tensor] = None) -> dict[str, torch.Tensor]:
+                target_output: Optional[torch.Tensor] = None,
+                target_positions: Optional[torch.Tensor] = None) -> dict[str, torch.Tensor]:
         """states ``[B, S, d]``, source_mask ``[B, S]`` bool, target_input ``[B, T]`` (BOS first),
         target_output ``[B, T]`` (shifted by one, EOS last, ``pad`` after). Returns ``logits
-        [B, T, V]`` and, with targets, ``loss`` and ``loss_count`` (its non-padding targets)."""
+        [B, T, V]`` and, with targets, ``loss`` and ``loss_count`` (its non-padding targets).
+        With ``target_positions`` (``[N]``: the flat indices of ``target_output``'s non-padding
+        tokens) only ``loss`` and ``loss_count``, the projection made for those N rows alone."""
         T = target_input.shape[1]
         x = self.embed(target_input, torch.arange(T, device=target_input.device).unsqueeze(0))
         causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril().view(1, 1, T, T)
         memory_mask = attention_mask(1, None, source_mask).unsqueeze(1)  # [B, 1, 1, S]
         for layer, memory in zip(self.layers, self.memory(states)):
             x = layer(x, memory, memory_mask, causal)
+        if target_output is not None and target_positions is not None:
+            kept = self.top(x).flatten(0, 1).index_select(0, target_positions)  # [N, d]
+            logits = self.logits(kept).float()
+            return {"loss": F.cross_entropy(logits, target_output.flatten().index_select(0, target_positions),
+                                            label_smoothing=self.label_smoothing),
+                    "loss_count": (target_output != self.pad).sum()}
         out = {"logits": self.logits(self.top(x))}
         if target_output is not None:
             out["loss"] = self.loss(out["logits"], target_output)

@@ -154,6 +154,7 @@ class Translator(CharLatticeModel):
             targets = s.encode([x["references"][0] for x in instances])
             batch["target_input"] = pad_ids([[s.bos] + t for t in targets], s.pad)
             batch["target_output"] = pad_ids([t + [s.eos] for t in targets], s.pad)
+            batch["target_positions"] = (batch["target_output"] != s.pad).flatten().nonzero().squeeze(1)
             batch["references"] = [list(x["references"]) for x in instances]
         return batch
 
@@ -180,16 +181,19 @@ class Translator(CharLatticeModel):
 
     def forward(self, chars: torch.Tensor, mask: torch.Tensor, target_input: Optional[torch.Tensor] = None,
                 target_output: Optional[torch.Tensor] = None, references: Optional[list[list[str]]] = None,
-                truncated: Optional[torch.Tensor] = None, **batch) -> dict[str, Any]:
+                truncated: Optional[torch.Tensor] = None, target_positions: Optional[torch.Tensor] = None,
+                **batch) -> dict[str, Any]:
         """chars, mask [B, n]; target_input/target_output [B, T]; references (strings); truncated
-        [B] (bool: the source was cut); optional bigrams and lattice. Training: ``loss``.
+        [B] (bool: the source was cut); target_positions [N] (the flat indices of the non-padding
+        targets: only those are projected onto the vocabulary, ``NmtDecoder.forward``); optional
+        bigrams and lattice. Training: ``loss``.
         Evaluation: ``loss`` (with targets), ``tokens [B, L]`` (the best hypothesis of each
         source, no EOS) and ``truncated``."""
         states = self.embed_and_encode(chars, mask, batch)[1]
         out: dict[str, Any] = {}
         if target_input is not None:
-            out = self.decoder(states, mask, target_input, target_output)
-            del out["logits"]
+            out = self.decoder(states, mask, target_input, target_output, target_positions)
+            out.pop("logits", None)
         if self.training:
             return out
         with torch.no_grad():

@@ -156,6 +156,30 @@ def test_label_smoothed_loss_is_the_formula_over_real_targets():
     assert out["loss"].item() == pytest.approx(torch.stack(terms).mean().item(), rel=1e-5)
 
 
+def test_projecting_only_the_real_targets_gives_the_same_loss_and_gradients():
+    """``target_positions`` (the translator's collate gives them) project the N non-padding rows
+    alone: the loss and every gradient equal the full [B, T, V] projection's (float rounding)."""
+    targets = torch.tensor([[BOS, 5, 6, 7], [BOS, 8, 9, PAD], [BOS, 10, PAD, PAD], [BOS, 11, 12, 13]])
+    gold = torch.tensor([[5, 6, 7, EOS], [8, 9, EOS, PAD], [10, EOS, PAD, PAD], [11, 12, 13, EOS]])
+    positions = (gold != PAD).flatten().nonzero().squeeze(1)
+    assert positions.tolist() == [0, 1, 2, 3, 4, 5, 6, 8, 9, 12, 13, 14, 15]
+    results = []
+    for kept in (None, positions):
+        decoder = tiny_decoder()
+        decoder.label_smoothing = 0.1
+        states, mask = sources()
+        states.requires_grad_(True)
+        out = decoder(states, mask, targets, gold, kept)
+        out["loss"].backward()
+        assert int(out["loss_count"]) == 13 and ("logits" in out) == (kept is None)
+        results.append((out["loss"].detach(), states.grad, [p.grad for p in decoder.parameters()]))
+    (full, full_states, full_grads), (packed, packed_states, packed_grads) = results
+    torch.testing.assert_close(packed, full, rtol=1e-6, atol=1e-7)
+    torch.testing.assert_close(packed_states, full_states, rtol=1e-5, atol=1e-7)
+    for a, b in zip(packed_grads, full_grads):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
+
+
 # ------------------------------------------------------------------------------------ beam search
 def greedy(decoder: NmtDecoder, states, mask, max_lengths: list[int]) -> list[list[int]]:
     """Argmax decoding, one sentence at a time, recomputing the decoder over each prefix."""
