@@ -3,6 +3,16 @@
 // test_sets). The GPU-sized runs are `benchmarks/device_session.sh mt`.
 local gpu_share = { cpus: 2, gpus: 0.16, memory_gb: 8 };
 local base_gpu = ['trainer.num_epochs=1', '+dataset_reader.max_instances=280000', '+trainer.mixed_precision=bf16'];
+// RESULTS.md "Translation (zh→en)" (the CPU table, 3 seeds): what `mt_results.py --size small --epochs 1
+// --max-train-pairs 160000 --test-sets tatoeba tvsub` made of the spec: 1 epoch over the first 160,000
+// pairs, validation on the whole dev set (its own reader, uncut), tested on TVsub and Tatoeba only (the
+// news sets were decoded after training, --score-sets: not part of those runs). The same hashes.
+local cpu_160k(spec) = {
+  'trainer.num_epochs': 1,
+  '+dataset_reader.max_instances': 160000,
+  '+validation_dataset_reader': spec.dataset_reader,
+  test_sets: { tatoeba: spec.test_sets.tatoeba, tvsub: spec.test_sets.tvsub },
+};
 {
   description: 'translation: Transformer vs BiG on TVsub (small)',
   entries: [
@@ -19,5 +29,9 @@ local base_gpu = ['trainer.num_epochs=1', '+dataset_reader.max_instances=280000'
     // issue 40's GPU recipe: six trainings share one GPU (benchmarks/device_session.sh mt)
     { spec: '../mt/tvsub_transformer_small_gpu.jsonnet', seeds: [13, 14, 15], resources: gpu_share },
     { spec: '../mt/tvsub_big_small_gpu.jsonnet', seeds: [13, 14, 15], resources: gpu_share },
+    { spec: '../mt/tvsub_transformer_small.jsonnet', seeds: [13, 14, 15], resources: { cpus: 1, memory_gb: 4 },
+      configs: { '160k-e1': cpu_160k(import '../mt/tvsub_transformer_small.jsonnet') } },
+    { spec: '../mt/tvsub_big_small.jsonnet', seeds: [13, 14, 15], resources: { cpus: 1, memory_gb: 4 },
+      configs: { '160k-e1': cpu_160k(import '../mt/tvsub_big_small.jsonnet') } },
   ],
 }

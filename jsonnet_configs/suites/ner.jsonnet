@@ -45,6 +45,9 @@ local gpu_share = { cpus: 4, gpus: 0.33, memory_gb: 8 };
       configs: { "no_lattice": ["model.encoder.lattice=false"] } },
     { spec: '../ner/resume_plte_vec.jsonnet', seeds: [13], ext_vars: vectors,
       configs: { "no_porous": ["model.encoder.porous=false"] } },
+    // the PLTE trainer before 5009163 (its row's note): Adam 1e-3 at a constant rate, patience 5
+    { spec: '../ner/resume_plte_vec.jsonnet', seeds: [13], ext_vars: vectors,
+      configs: { constant_lr: ['trainer={"num_epochs":30,"optimizer":{"type":"adam","lr":1e-3},"grad_clipping":5,"patience":5,"validation_metric":"+f1"}'] } },
     { spec: '../ner/resume_star.jsonnet', seeds: [13] },
     { spec: '../ner/resume_tagger_m3e.jsonnet', seeds: [13, 14, 15] },
     { spec: '../ner/resume_tagger_m3e.jsonnet', seeds: [13, 14, 15], configs: { e1: ["trainer.num_epochs=1"] } },
