@@ -20,7 +20,7 @@ local bq20k_seg = ['+dataset_reader.max_instances=20000'];
 {
   description: 'the sentence table of benchmarks/RESULTS.md (ChnSentiCorp, BQ, THUCNews, CMRC 2018)',
   entries: [
-    { spec: '../cls/chnsenticorp_backbone.jsonnet', seeds: [13],
+    { spec: '../cls/chnsenticorp_backbone.jsonnet', seeds: [13, 14, 15],
       configs: { "small": ["model.embedder.num_layers=2", "model.embedder.hidden_size=128", "trainer.num_epochs=4"] } },
     { spec: '../cls/chnsenticorp_big.jsonnet', seeds: [13, 14, 15],
       overrides: ["trainer.num_epochs=40"] },
@@ -36,7 +36,7 @@ local bq20k_seg = ['+dataset_reader.max_instances=20000'];
       overrides: ["trainer.num_epochs=40"] },
     { spec: '../cls/chnsenticorp_big_vec.jsonnet', seeds: [13, 14, 15], ext_vars: vectors,
       overrides: ["trainer.num_epochs=40"] },
-    { spec: '../cls/chnsenticorp_big_vec.jsonnet', seeds: [13], ext_vars: vectors,
+    { spec: '../cls/chnsenticorp_big_vec.jsonnet', seeds: [13, 14, 15], ext_vars: vectors,
       configs: { "bs32-e10": ["data_loader.batch_size=32", "trainer.optimizer.lr=5e-4", "trainer.patience=3", "trainer.num_epochs=10"] } },
     { spec: '../cls/chnsenticorp_big_vec.jsonnet', seeds: [13, 14, 15], ext_vars: vectors,
       configs: { "bs32-e20": ["data_loader.batch_size=32", "trainer.optimizer.lr=5e-4", "trainer.patience=3", "trainer.num_epochs=20"] } },
@@ -58,7 +58,7 @@ local bq20k_seg = ['+dataset_reader.max_instances=20000'];
       configs: { "lr1e-3": ["trainer.optimizer.lr=1e-3", "trainer.num_epochs=40"] } },
     { spec: '../cls/chnsenticorp_big_vec.jsonnet', seeds: [13, 14, 15], ext_vars: vectors,
       configs: { "lr1e-3-e20": ["trainer.optimizer.lr=1e-3", "trainer.num_epochs=20"] } },
-    { spec: '../cls/chnsenticorp_hrmf.jsonnet', seeds: [13],
+    { spec: '../cls/chnsenticorp_hrmf.jsonnet', seeds: [13, 14, 15],
       configs: { "small": ["model.embedder.num_layers=2", "model.embedder.hidden_size=128", "trainer.num_epochs=4"] } },
     { spec: '../cls/chnsenticorp_m3e_backbone.jsonnet', seeds: [13, 14, 15],
       overrides: ["trainer.num_epochs=2"] },
@@ -68,7 +68,7 @@ local bq20k_seg = ['+dataset_reader.max_instances=20000'];
       overrides: ["trainer.num_epochs=2"] },
     { spec: '../cls/chnsenticorp_m3e_mwa.jsonnet', seeds: [13, 14, 15],
       overrides: ["trainer.num_epochs=2"] },
-    { spec: '../cls/chnsenticorp_mwa.jsonnet', seeds: [13],
+    { spec: '../cls/chnsenticorp_mwa.jsonnet', seeds: [13, 14, 15],
       configs: { "small-query": ["model.embedder.num_layers=2", "model.embedder.hidden_size=128", "model.encoder.pool_over=query", "trainer.num_epochs=4"] } },
     { spec: '../cls/thucnews_backbone.jsonnet', seeds: [13, 14, 15],
       configs: { "small": ["model.embedder.num_layers=2", "model.embedder.hidden_size=128", "trainer.num_epochs=10"] } },
@@ -89,15 +89,5 @@ local bq20k_seg = ['+dataset_reader.max_instances=20000'];
       configs: { "small": ["model.embedder.num_layers=2", "model.embedder.hidden_size=128", "trainer.num_epochs=3"] } },
     { spec: '../pair/bq_mwa.jsonnet', seeds: [13, 14, 15],
       configs: { "small-query": ["model.embedder.num_layers=2", "model.embedder.hidden_size=128", "model.encoder.pool_over=query", "trainer.num_epochs=3"] } },
-    // seeds 14 and 15 of ChnSentiCorp rows of 3 seeds whose entries above have seed 13 only: entries of
-    // their own, the same configurations
-    { spec: '../cls/chnsenticorp_big_vec.jsonnet', seeds: [14, 15], ext_vars: vectors,
-      configs: { "bs32-e10": ["data_loader.batch_size=32", "trainer.optimizer.lr=5e-4", "trainer.patience=3", "trainer.num_epochs=10"] } },
-    { spec: '../cls/chnsenticorp_backbone.jsonnet', seeds: [14, 15],
-      configs: { "small": ["model.embedder.num_layers=2", "model.embedder.hidden_size=128", "trainer.num_epochs=4"] } },
-    { spec: '../cls/chnsenticorp_hrmf.jsonnet', seeds: [14, 15],
-      configs: { "small": ["model.embedder.num_layers=2", "model.embedder.hidden_size=128", "trainer.num_epochs=4"] } },
-    { spec: '../cls/chnsenticorp_mwa.jsonnet', seeds: [14, 15],
-      configs: { "small-query": ["model.embedder.num_layers=2", "model.embedder.hidden_size=128", "model.encoder.pool_over=query", "trainer.num_epochs=4"] } },
   ],
 }
