@@ -30,7 +30,7 @@ from typing import Optional
 
 import pytest
 
-from conftest import ROOT
+from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
