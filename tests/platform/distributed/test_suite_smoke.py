@@ -7,22 +7,11 @@ import json
 import re
 from pathlib import Path
 
-import pytest
-
 from multigrain.platform.cli import main as cli_main
 from tests.conftest import ROOT
+from tests.platform.distributed.test_suite import ray_local  # noqa: F401  (a local Ray of 2 CPUs per module)
 
 SMOKE = "jsonnet_configs/suites/smoke.jsonnet"
-
-
-@pytest.fixture(scope="module")
-def ray_local():
-    import ray
-
-    ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=80 * 1024 * 1024,
-             log_to_driver=False)
-    yield
-    ray.shutdown()
 
 
 def train_smoke(tmp: Path, name: str, capsys) -> tuple[str, str]:
