@@ -230,6 +230,8 @@ def table(rows: list[dict], settings: dict) -> list[str]:
               f"device: {', '.join(sorted({r['device'] for r in rows}))}; {settings['date']}. "
               f"Same decoder, sizes, data, batches and epochs for both encoders "
               f"(`python benchmarks/mt_results.py {settings['argv']}`)."]
+    if settings.get("suite"):  # the suite entries whose runs these rows are (tests/benchmarks/test_suites_cover_results.py)
+        lines.append(f"Suite: `{settings['suite']}`.")
     later = sorted({name for r in rows for name in r.get("scored_after_training", [])}, key=TEST_SETS.index)
     if later:
         lines.append(f"Scored after training, not part of the runs' specs (characters seen only there are unknown "
@@ -268,6 +270,8 @@ def main(argv=None) -> int:
     parser.add_argument("--suite", metavar="SUITE",
                         help="no training: the table of this suite's finished runs (multigrain suite "
                              "jsonnet_configs/suites/mt.jsonnet); --only picks encoders")
+    parser.add_argument("--config", metavar="TAG", help="with --suite: the runs of the entries' configuration TAG "
+                                                        "(tvsub_*_small [160k-e1]: --config 160k-e1); default: untagged")
     parser.add_argument("-o", "--override", action="append", default=[], metavar="KEY.PATH=VALUE",
                         help="with --suite: the suite call's -o (its runs' hashes include them)")
     parser.add_argument("--runs-dir", default=None, help="default runs/mt; with --suite its run directories' runs/")
@@ -349,7 +353,8 @@ def from_suite(args, argv) -> int:
 
     stems = {f"tvsub_{e}_{args.size}" + (f"_{args.variant}" if args.variant else "") for e in args.only}
     runs = [r for r in plan(args.suite, load_suite(args.suite), args.runs_dir or "runs", check_data_paths=False,
-                            overrides=args.override) if Path(r.spec_path).name.split(".")[0] in stems]
+                            overrides=args.override)
+            if Path(r.spec_path).name.split(".")[0] in stems and r.tag == (args.config or "")]
     rows, sizes = [], {}
     for r in runs:
         result = r.result()
@@ -365,8 +370,12 @@ def from_suite(args, argv) -> int:
               file=sys.stderr)
         return 1
     (size, spec), = sizes.items()
-    write_results(rows, settings_of(spec, size, [r["seed"] for r in rows], argv), Path(args.out), Path(args.results),
-                  args.section)
+    settings = settings_of(spec, size, [r["seed"] for r in rows], argv)
+    suffix = args.size + (f"_{args.variant}" if args.variant else "") + (f" [{args.config}]" if args.config else "")
+    only = f"tvsub_{args.only[0] if len(args.only) == 1 else '*'}_{suffix}"
+    overrides = "".join(f" -o {o}" for o in args.override)
+    settings["suite"] = f"multigrain suite {args.suite} --only '{only}'{overrides}"
+    write_results(rows, settings, Path(args.out), Path(args.results), args.section)
     return 0
 
 

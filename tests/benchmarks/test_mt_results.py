@@ -236,3 +236,12 @@ def test_the_table_of_a_suites_finished_runs_trains_nothing(fake_training, tmp_p
     assert f"{statistics.fmean(tvsub):.2f} ± {statistics.stdev(tvsub):.2f}" in lines["big"]
     settings = json.loads(out.read_text(encoding="utf-8"))["settings"]
     assert settings["size"] == "small" and settings["seeds"] == "13, 14, 15" and settings["argv"].startswith("--suite")
+    assert f"Suite: `multigrain suite {path} --only 'tvsub_*_small'`." in results.read_text(encoding="utf-8")
+
+    # a configuration's runs (the entries' [160k-e1]): their own table, their own Suite: line
+    assert mt_results.main(["--suite", str(path), "--config", "160k-e1", "--only", "big", "--runs-dir",
+                            str(tmp_path / "runs"), "--results", str(results), "--out", str(out)]) == 0
+    text = results.read_text(encoding="utf-8")
+    assert f"Suite: `multigrain suite {path} --only 'tvsub_big_small [160k-e1]'`." in text
+    assert "| big | 3 |" in text and "| transformer |" not in text
+    assert json.loads(out.read_text(encoding="utf-8"))["settings"]["epochs"] == 1
