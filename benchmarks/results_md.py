@@ -57,8 +57,8 @@ def mean_std(values: list[float]) -> str:
 
 def train_or_reuse(spec: dict, run_dir: Path, tracking_uri: str | None = None, source: str | None = None,
                    track: bool = True) -> dict:
-    """A benchmark's own training (``lattice_bert.py``), through ``multigrain.platform.runs.Run`` as ``multigrain train``
-    does: a finished run directory is reused, an interrupted one resumed, a longer run of an earlier
+    """A benchmark's own training (``lattice_bert.py``), through ``multigrain.platform.runs.Run`` as
+    ``multigrain train`` does: a finished run directory is reused, an interrupted one resumed, a longer run of an earlier
     one extended; logged live to MLflow unless ``track`` is false (``multigrain log`` logs it later)."""
     from multigrain.platform.runs import Run
     from multigrain.platform.tracking import RunLogger

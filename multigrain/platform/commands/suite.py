@@ -97,8 +97,9 @@ def _scores(result: dict) -> str:
     """``test f1 0.9294, ...``, or for a run of named test sets (translation) each set's
     leaderboard metric: ``tvsub bleu 2.4300; wmt22 bleu_cased 0.2000``."""
     if result.get("test_sets"):
+        sets = result["test_sets"].items()
         return "; ".join(f"{name} {s['leaderboard_metric']} {s['metrics'][s['leaderboard_metric']]:.4f}"
-                         for name, s in result["test_sets"].items() if s.get("leaderboard_metric") in s.get("metrics", {}))
+                         for name, s in sets if s.get("leaderboard_metric") in s.get("metrics", {}))
     test = result.get("test") or {}
     return "test " + ", ".join(f"{k} {v:.4f}" for k, v in test.items() if k != "loss")
 
