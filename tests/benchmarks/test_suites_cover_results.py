@@ -53,10 +53,7 @@ KNOWN = ["## NER results", "## Sentence results", "## Lattice-BERT", "## Transla
 ABSENT = "<absent>"  # a spec key a run does not have
 #: sections whose rows were measured with an earlier version of their entries' specs: the settings
 #: must differ (when the table is remade from the suite's runs, take the section out of here)
-EARLIER_SPECS = {
-    "## Translation on the CPU: 40 minutes": "the first cpu40 recipe (120,000 pairs, batches of 64); since 8add4ba "
-                                              "the specs are the second (180,000 pairs in token batches)",
-}
+EARLIER_SPECS: dict[str, str] = {}
 
 
 @dataclass
@@ -207,10 +204,12 @@ def sentence_rows(lines: list[str], selection) -> list[Row]:
 
 def mt_rows(lines: list[str], selection) -> list[Row]:
     assert selection is not None, "a translation section names its runs on a `Suite:` line (with --only)"
-    settings = next(re.search(r"Settings: size `(\w+)(?: \((\w+) recipe\))?`, (\d+) epochs, batch (\d+), ([\d,]+) "
-                              r"TVsub training pairs, seeds ([\d, ]+);", line) for line in lines
-                    if line.startswith("Settings:"))
+    settings = next(re.search(r"Settings: size `(\w+)(?: \((\w+) recipe\))?`, (\d+) epochs, batch (\d+|at most [\d,]+ "
+                              r"tokens \(source \+ target\)), ([\d,]+) TVsub training pairs, seeds ([\d, ]+);", line)
+                    for line in lines if line.startswith("Settings:"))
     size, variant, epochs, batch, pairs, seeds = settings.groups()
+    batching = ({"data_loader.batch_size": int(batch)} if batch.isdigit()  # pairs, or a token budget
+                else {"data_loader.max_tokens": int(re.search(r"[\d,]+", batch).group().replace(",", ""))})
     seeds = {int(s) for s in seeds.split(", ")}
     rows = table(lines, "encoder")
     after = next((line for line in lines if line.startswith("Scored after training")), "")
@@ -225,7 +224,7 @@ def mt_rows(lines: list[str], selection) -> list[Row]:
         labels = {run.entry for run in selection if stem_of(run) == stem}
         assert len(labels) == 1, f"{r['encoder']}: the Suite line selects {sorted(labels)} of {stem}.jsonnet"
         out.append(Row(f"{r['encoder']} ({stem})", labels.pop(), seeds,
-                       {"trainer.num_epochs": int(epochs), "data_loader.batch_size": int(batch),
+                       {"trainer.num_epochs": int(epochs), **batching,
                         "dataset_reader.max_instances": int(pairs.replace(",", ""))}, test_sets=tested))
     return out
 
