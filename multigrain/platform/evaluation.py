@@ -10,6 +10,7 @@ import torch
 
 from multigrain.platform.batching import BatchIterator
 from multigrain.platform.devices import move_to
+from multigrain.platform.errors import DataError
 from multigrain.platform.kinds import Model
 from multigrain.platform.progress import progress
 
@@ -62,7 +63,9 @@ def check_model_reads(model: Model, splits: dict, first: int = 2) -> None:
                     model.eval()
                     for _, batch in batches.epoch(0):
                         model(**batch)
-            except Exception as e:  # noqa: BLE001 - any failure is this reader's mismatch with the model
+            except DataError:  # a bad example: its own error names the file and line
+                raise
+            except Exception as e:  # noqa: BLE001 - any other failure is this reader's mismatch with the model
                 from multigrain.platform.errors import ConfigurationError, MultigrainError
 
                 fields = ", ".join(sorted(instances[0])) if isinstance(instances[0], dict) else type(instances[0]).__name__
