@@ -9,8 +9,9 @@ from __future__ import annotations
 import torch
 
 from multigrain.platform.batching import BatchIterator
+from multigrain.platform.checkpoints import rng_state, set_rng_state
 from multigrain.platform.devices import move_to
-from multigrain.platform.errors import DataError
+from multigrain.platform.errors import ConfigurationError, DataError, MultigrainError
 from multigrain.platform.kinds import Model
 from multigrain.platform.progress import progress
 
@@ -46,11 +47,7 @@ def check_model_reads(model: Model, splits: dict, first: int = 2) -> None:
     (a validation reader without the segmenter the model reads) fails here, in seconds, rather
     than at the first validation or at the final test after hours. The random states, the
     model's mode and its metric counts are left as they were, so the run trains as without it."""
-    import random
-
-    import numpy as np
-
-    states = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    states = rng_state()
     was_training = model.training
     try:
         for where, instances in splits.items():
@@ -66,8 +63,6 @@ def check_model_reads(model: Model, splits: dict, first: int = 2) -> None:
             except DataError:  # a bad example: its own error names the file and line
                 raise
             except Exception as e:  # noqa: BLE001 - any other failure is this reader's mismatch with the model
-                from multigrain.platform.errors import ConfigurationError, MultigrainError
-
                 fields = ", ".join(sorted(instances[0])) if isinstance(instances[0], dict) else type(instances[0]).__name__
                 hint = "" if isinstance(e, MultigrainError) else (
                     ". Give this reader the options of dataset_reader that the model needs (a segmenter or "
@@ -77,6 +72,4 @@ def check_model_reads(model: Model, splits: dict, first: int = 2) -> None:
     finally:
         model.get_metrics(reset=True)
         model.train(was_training)
-        random.setstate(states[0])
-        np.random.set_state(states[1])
-        torch.set_rng_state(states[2])
+        set_rng_state(states)

@@ -110,10 +110,10 @@ class NmtDecoder(Head):
         return [layer.memory(states) for layer in self.layers]
 
     def loss(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """Label-smoothed cross entropy of ``logits [B, T, V]`` against ``targets [B, T]``, mean
-        over the non-padding targets."""
-        return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=self.pad,
-                               label_smoothing=self.label_smoothing)
+        """Label-smoothed cross entropy of ``logits [B, T, V]`` against ``targets [B, T]`` (or
+        ``[N, V]`` against ``[N]``), mean over the non-padding targets."""
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1),
+                               ignore_index=self.pad, label_smoothing=self.label_smoothing)
 
     # teacher forcing ---------------------------------------------------------------------------
     def forward(self, states: torch.Tensor, source_mask: torch.Tensor, target_input: torch.Tensor,
@@ -130,15 +130,15 @@ class NmtDecoder(Head):
         memory_mask = attention_mask(1, None, source_mask).unsqueeze(1)  # [B, 1, 1, S]
         for layer, memory in zip(self.layers, self.memory(states)):
             x = layer(x, memory, memory_mask, causal)
-        if target_output is not None and target_positions is not None:
-            kept = self.top(x).flatten(0, 1).index_select(0, target_positions)  # [N, d]
-            logits = self.logits(kept).float()
-            return {"loss": F.cross_entropy(logits, target_output.flatten().index_select(0, target_positions),
-                                            label_smoothing=self.label_smoothing),
-                    "loss_count": (target_output != self.pad).sum()}
-        out = {"logits": self.logits(self.top(x))}
+        h, targets = self.top(x), target_output
+        packed = target_output is not None and target_positions is not None
+        if packed:  # the N non-padding rows alone: [N, d] and [N]
+            h = h.flatten(0, 1).index_select(0, target_positions)
+            targets = target_output.flatten().index_select(0, target_positions)
+        logits = self.logits(h)
+        out = {} if packed else {"logits": logits}
         if target_output is not None:
-            out["loss"] = self.loss(out["logits"], target_output)
+            out["loss"] = self.loss(logits, targets)
             out["loss_count"] = (target_output != self.pad).sum()
         return out
 
