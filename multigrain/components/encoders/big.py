@@ -201,6 +201,8 @@ class BigEncoder(SizedEncoder):
     ``char_input``. ``pre_norm``: each layer attends from ``LayerNorm(h)`` (word states and the
     sentence node built from it) and adds to ``h`` unnormalised, the stack ending with a
     LayerNorm (``components/nn/transformer_layer.py``); off by default (the paper's post-norm).
+    ``scale_embeddings``: ``H^0 = sqrt(hidden_size) * proj(x) + P(i)`` (``components/nn/char_input.py``
+    says why); off by default.
     """
 
     def __init__(self, input_dim: int, hidden_size: int = 256, num_layers: int = 2, num_heads: int = 8,
@@ -209,7 +211,7 @@ class BigEncoder(SizedEncoder):
                  include_self: bool = True, attention: Literal["auto", "dense", "gather", "ragged"] = "auto",
                  dense_max_chars: int = 64, min_word_length: int = 1,
                  positions: Literal["sinusoidal", "learned", "none"] = "sinusoidal", max_length: int = 512,
-                 pre_norm: bool = False):
+                 pre_norm: bool = False, scale_embeddings: bool = False):
         super().__init__()
         if local not in ("lexicon", "adjacent", "none"):
             raise ConfigurationError(f"big: local must be 'lexicon', 'adjacent' or 'none', got {local!r}")
@@ -223,7 +225,7 @@ class BigEncoder(SizedEncoder):
         self.hidden_size = self.output_dim = hidden_size
         self.local, self.global_node, self.include_self = local, global_node, include_self
         self.attention, self.dense_max_chars, self.min_word_length = attention, dense_max_chars, min_word_length
-        self.char_input = CharInput(input_dim, hidden_size, dropout, positions, max_length)
+        self.char_input = CharInput(input_dim, hidden_size, dropout, positions, max_length, scale_embeddings)
         self.layers = nn.ModuleList(
             BigLayer(hidden_size, num_heads, ffn_dim or 4 * hidden_size, dropout, attention_dropout, local,
                      global_node, include_self, pre_norm)

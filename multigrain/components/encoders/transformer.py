@@ -5,6 +5,8 @@ characters, add & norm, ReLU FFN, add & norm). ``pre_norm``: each sub-layer read
 ``LayerNorm(x)`` and adds to ``x`` unnormalised, and the stack ends with a LayerNorm
 (``components/nn/transformer_layer.py``); off by default. ``positions``: ``sinusoidal`` (Vaswani et al.,
 base 10000, the default: any length), ``learned`` (a table of ``max_length`` rows) or ``none``.
+``scale_embeddings``: ``x = sqrt(hidden_size) * proj(inputs) + P(position)``, as Vaswani et al. scale
+their embeddings (``components/nn/char_input.py`` says why); off by default.
 With a lattice in the batch the word tokens are ignored (characters are positions
 ``0..n-1``), so the same spec works with the ``char_bigram`` and the ``lattice`` embedder.
 """
@@ -29,11 +31,11 @@ class TransformerEncoder(SizedEncoder):
     def __init__(self, input_dim: int, hidden_size: int = 128, num_layers: int = 2, num_heads: int = 4,
                  ffn_dim: Optional[int] = None, dropout: float = 0.1, attention_dropout: float = 0.1,
                  positions: Literal["sinusoidal", "learned", "none"] = "sinusoidal", max_length: int = 512,
-                 pre_norm: bool = False):
+                 pre_norm: bool = False, scale_embeddings: bool = False):
         super().__init__()
         self.input_dim = input_dim
         self.hidden_size = self.output_dim = hidden_size
-        self.char_input = CharInput(input_dim, hidden_size, dropout, positions, max_length)
+        self.char_input = CharInput(input_dim, hidden_size, dropout, positions, max_length, scale_embeddings)
         self.layers = nn.ModuleList(
             PostNormTransformerLayer(MultiHeadAttention(hidden_size, num_heads, dropout=attention_dropout),
                                      ffn_dim or 4 * hidden_size, dropout, pre_norm=pre_norm)
