@@ -1,12 +1,26 @@
 """Lattice-BERT vs a character BERT of the same size, pre-trained on the same characters, then
-fine-tuned on downstream tasks (issue 27). Writes ``benchmarks/results/lattice_bert.json`` and the
-``## Lattice-BERT`` section of benchmarks/RESULTS.md.
+fine-tuned on downstream tasks (issue 27): what only this script does. The CPU tables of
+benchmarks/RESULTS.md (``## Lattice-BERT`` and the later budgets) are the suite
+``jsonnet_configs/suites/lattice_bert.jsonnet``'s runs (``multigrain suite`` trains them: Ray, reused
+and resumed runs, MLflow), made into tables by ``--suite`` (``lattice_bert_suite.py``; nothing trained):
 
-    python benchmarks/lattice_bert.py --chars-budget N [--epochs E] [--size tiny]
-        [--tasks resume msra chnsenticorp bq] [--seeds 3] [--first-seed 13] [--finetune-epochs K]
-        [--finetune-max-instances M] [--workers 1 2] [--runs-dir runs/lattice_bert]
-        [--results benchmarks/RESULTS.md] [--out benchmarks/results/lattice_bert.json] [--section HEADING]
+    python benchmarks/lattice_bert.py --suite jsonnet_configs/suites/lattice_bert.jsonnet --budget 800k
+        [--runs-dir runs] [--out JSON] [--results RESULTS.md] [--section HEADING] [--measure]
     python benchmarks/lattice_bert.py --count-corpus      # characters of each corpus source
+
+``--suite ... --measure`` first counts the budget's pre-training corpus and times each finished
+pre-training's training steps (``corpus_stats``, ``throughput``: the characters, lattice tokens and
+speed columns, which no training's metrics hold) into their run directories.
+
+The device call (``benchmarks/device_session.sh lb``) pre-trains and fine-tunes here, by itself:
+
+    python benchmarks/lattice_bert.py --chars-budget N|all|fit:SECONDS [--epochs E] [--size tiny]
+        [--models ...] [--tasks resume chnsenticorp bq thucnews] [--seeds S] [--finetune-epochs K]
+        [--finetune-lr LR] [--finetune-max-instances M] [--mixed-precision bf16] [--side-by-side]
+        [--export-weights DIR] [--workers 1 2] [--runs-dir runs/lattice_bert] [--out JSON] [--section HEADING]
+    python benchmarks/lattice_bert.py --chars-budget fit:500 --tasks --side-by-side --no-corpus-stats \
+        --throughput-batches 0 --batch-size 256 --lr 1e-3 --mixed-precision bf16 --export-weights $OUT ...
+    python benchmarks/lattice_bert.py --import-weights DIR --out LB_JSON --tasks resume chnsenticorp bq thucnews
 
 1. Pre-training (``jsonnet_configs/pretrain``): Lattice-BERT with MSP, the -MSP ablation (plain
    MLM over lattice tokens) and the character BERT, each reading the first ``--chars-budget``
@@ -14,33 +28,23 @@ fine-tuned on downstream tasks (issue 27). Writes ``benchmarks/results/lattice_b
    characters (budget x epochs). Reported per model: wall time, characters/s and lattice tokens/s
    (tokens = what the encoder reads: characters, words, [CLS]/[SEP]; timed on
    ``--throughput-batches`` training batches, the models' steps interleaved, validation excluded),
-   the dev MSP accuracy, SOP
-   accuracy and the leakage check (dev masked-token accuracy under whole-segment masking and under
-   token masking, each model measured both ways).
+   the dev MSP accuracy, SOP accuracy and the leakage check (dev masked-token accuracy under
+   whole-segment masking and under token masking, each model measured both ways).
 2. Fine-tuning (``jsonnet_configs/finetune``): every task x seed from each pre-trained model;
    test F1 (NER), accuracy (classification, pairs), F1/EM (CMRC 2018).
 3. ``--workers 1 2``: pre-training wall time with ``multigrain train --workers N`` (Ray Train,
    data parallel) on the same spec; skipped when this checkout's ``multigrain train`` has no
    ``--workers``.
 
-On a device machine (``benchmarks/device_session.sh lb``) the two pre-trainings run side by side
-on the one GPU and come back as weights for fine-tuning here:
-
-    python benchmarks/lattice_bert.py --chars-budget fit:500 --tasks --side-by-side --no-corpus-stats \
-        --throughput-batches 0 --batch-size 256 --lr 1e-3 --mixed-precision bf16 --export-weights $OUT ...
-    python benchmarks/lattice_bert.py --import-weights DIR --out LB_JSON --tasks resume chnsenticorp bq thucnews
-
 ``fit:SECONDS`` pre-trains a probe first (``fit_budget``) and reads as much of the corpus as ends
-within SECONDS (all of it when it fits); ``--export-weights`` writes ``weights_pack`` parts (bf16,
-at most 8 files of 16 MiB); ``--import-weights`` unpacks them into ``--runs-dir``/imported and
-fine-tunes from them, the pre-training rows kept from ``--out`` (the device's JSON).
+within SECONDS (all of it when it fits); ``--side-by-side`` runs the pre-trainings at once, each in
+a process of its own (on the one GPU); ``--export-weights`` writes ``weights_pack`` parts (bf16, at
+most 8 files of 16 MiB); ``--import-weights`` unpacks them into ``--runs-dir``/imported and
+fine-tunes from them here, the pre-training rows kept from ``--out`` (the device's JSON).
 
 Runs are ``multigrain.platform.runs.Run`` trainings in ``--runs-dir`` (a finished run directory is
 reused, an interrupted one resumed), logged to MLflow unless ``--no-tracking``. The whole corpus is
-about 10.8M characters (RESULTS.md). Budget: the smoke run trained tiny Lattice-BERT at about 280
-characters/s and the char BERT at about 360 on this 2-core CPU under load, so 2 h per pre-training
-is about 2M characters (e.g. ``--chars-budget 1000000 --epochs 2``); each epoch also evaluates
-500 dev pairs twice (both maskings). On a GPU the budget can be the whole corpus for several epochs.
+about 10.8M characters (RESULTS.md).
 """
 from __future__ import annotations
 
@@ -208,7 +212,7 @@ def finetune_all(args, pretrained: dict) -> dict:
     for task in args.tasks:
         for name in args.finetune_models:
             encoder = PRETRAINED[name][1]
-            for seed in range(args.first_seed, args.first_seed + args.seeds):
+            for seed in range(13, 13 + args.seeds):
                 spec = load_spec(ROOT / "jsonnet_configs" / "finetune" / f"{FINETUNE[task]}.jsonnet",
                                  ext_vars={"pretrained": pretrained[name]["run_dir"], "encoder": encoder})
                 spec["seed"] = seed
@@ -277,6 +281,10 @@ def chars_budget(text: str):
 
 
 def main(argv=None) -> int:
+    if "--suite" in (sys.argv[1:] if argv is None else argv):  # the tables of a suite's runs: nothing trained
+        import lattice_bert_suite
+
+        return lattice_bert_suite.main(argv)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count-corpus", action="store_true", help="count the corpus sources' characters")
     parser.add_argument("--chars-budget", type=chars_budget,
@@ -304,9 +312,7 @@ def main(argv=None) -> int:
     parser.add_argument("--models", nargs="*", default=list(PRETRAINED), choices=list(PRETRAINED))
     parser.add_argument("--finetune-models", nargs="*", default=["lattice_bert", "char_bert"], choices=list(PRETRAINED))
     parser.add_argument("--tasks", nargs="*", default=["resume", "msra", "chnsenticorp", "bq"], choices=list(FINETUNE))
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--first-seed", type=int, default=13,
-                        help="fine-tune seeds first-seed .. first-seed + seeds - 1 (spread seeds over processes)")
+    parser.add_argument("--seeds", type=int, default=3, help="fine-tuning seeds 13 .. 12 + SEEDS")
     parser.add_argument("--finetune-epochs", type=int, default=None)
     parser.add_argument("--finetune-lr", type=float, default=None, help="the fine-tuning specs' AdamW rate (1e-4)")
     parser.add_argument("--finetune-max-instances", type=int, default=None, help="cut every split (smoke tests)")
@@ -362,7 +368,8 @@ def main(argv=None) -> int:
             parser.error(f"--finetune-models {missing}: not in {args.import_weights}")
         report["finetuning"] = finetune_all(args, report["pretraining"]) if args.tasks else {}
     elif not args.count_corpus:
-        parser.error("give --chars-budget (pre-train and fine-tune), --import-weights and/or --count-corpus")
+        parser.error("give --suite (the tables of a suite's runs), --chars-budget (pre-train and fine-tune), "
+                     "--import-weights and/or --count-corpus")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(".tmp")
     tmp.write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")

@@ -82,16 +82,27 @@ def section(report: dict) -> list[str]:
                   "train tokens/s | dev MSP acc | segment-masked acc | token-masked acc | SOP acc |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for name, r in pre.items():
-            # without --throughput-batches: the whole run's rate (validation included)
-            speed = r.get("throughput") or {"chars_per_s": r["chars"] * r["epochs"] / r["training_seconds"],
-                                            "tokens_per_s": float("nan")}
+            # without --throughput-batches: the whole run's rate (validation included); a suite run's
+            # row (benchmarks/lattice_bert_suite.py) names what it lacks in "not_measured" instead
+            speed = r.get("throughput") or ({"chars_per_s": None, "tokens_per_s": None} if "not_measured" in r else
+                                            {"chars_per_s": r["chars"] * r["epochs"] / r["training_seconds"],
+                                             "tokens_per_s": float("nan")})
             d = r["dev"]
             pct = lambda v: "–" if v is None else f"{100 * v:.1f}"  # noqa: E731
-            tokens = "–" if r.get("tokens") is None else f"{r['tokens'] * r['epochs']:,}"
-            lines.append(f"| {name} | {r['chars'] * r['epochs']:,} | {tokens} | "
-                         f"{r['training_seconds']:.0f} | {speed['chars_per_s']:.0f} | {speed['tokens_per_s']:.0f} | "
+            rate = lambda v: "–" if v is None else f"{v:.0f}"  # noqa: E731
+            total = lambda v: "–" if v is None else f"{v * r['epochs']:,}"  # noqa: E731
+            lines.append(f"| {name} | {total(r.get('chars'))} | {total(r.get('tokens'))} | "
+                         f"{r['training_seconds']:.0f} | {rate(speed['chars_per_s'])} | {rate(speed['tokens_per_s'])} | "
                          f"{pct(d['msp_accuracy'])} | {pct(d['segment_masked_accuracy'])} | "
                          f"{pct(d['token_masked_accuracy'])} | {pct(d['sop_accuracy'])} |")
+        lacking: dict[tuple, list] = {}  # what a suite run's directory lacks -> the rows
+        for name, r in pre.items():
+            if r.get("not_measured"):
+                lacking.setdefault(tuple(r["not_measured"]), []).append(name)
+        if lacking:
+            lines += ["", "Left out (–), not in the runs' directories: " + "; ".join(
+                f"{', '.join(what)} of {', '.join(names)}" for what, names in lacking.items()) + ": "
+                "`benchmarks/lattice_bert.py --suite ... --measure` counts and times them, a training does not."]
     if report.get("fit"):
         fit = report["fit"]
         lines += ["", f"Budget fitted to the call (`--chars-budget fit:SECONDS`, a probe first): {fit['budget']:,} "
@@ -116,6 +127,8 @@ def section(report: dict) -> list[str]:
                   (workers["skipped"] if "skipped" in workers else
                    ", ".join(f"{n}: {r['seconds']:.0f} s" + (" (failed)" if r["returncode"] else "")
                              for n, r in workers.items()))]
+    if report.get("suite"):  # the suite call whose runs these are (tests/benchmarks/test_suites_cover_results.py)
+        lines += ["", f"Suite: {report['suite']}."]
     if report.get("note"):
         lines += ["", report["note"]]
     return lines
