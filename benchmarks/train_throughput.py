@@ -38,7 +38,11 @@ done and barely move, but give no credit for overlap (the prefetching thread's w
 even where it ran on an idle core). The ratios are given for both.
 
     python benchmarks/train_throughput.py [--device cpu|cuda] [--steps 10] [--models small,base,plte,lbert]
-        [--batch-size 16] [--out benchmarks/results/train_throughput.json]
+        [--batch-size 16] [--compile] [--out benchmarks/results/train_throughput.json]
+
+``--compile`` adds a fourth system, ``ours_compiled``: our ``Trainer`` with ``trainer.compile: true``
+(the training forward through ``torch.compile``, dynamic shapes), timed after the same warm-up
+batches, which pay for the compilation.
 """
 from __future__ import annotations
 
@@ -157,8 +161,9 @@ class Setup:
         return self.model.to(self.device)
 
     # the three systems: each returns the seconds of the measured steps ------------------------
-    def ours(self) -> tuple[float, float]:
+    def ours(self, compile: bool = False) -> tuple[float, float]:
         self.fresh()
+        self.exp.trainer.compile = compile
         data = FixedBatches(self.instances, self.model.tensorize, self.model.instance_length, 1, False)
         data.plan = self.warmup  # the schedule's steps per epoch, as bare's
         trainer = Trainer(self.exp.trainer, self.model, data, None, self.run_dir)
@@ -272,6 +277,7 @@ def main() -> None:
     p.add_argument("--models", default="small,base,plte,lbert")
     p.add_argument("--instances", type=int, default=1500, help="training examples read from each spec's data")
     p.add_argument("--batch-size", type=int, default=None, help="examples per batch (default: the spec's)")
+    p.add_argument("--compile", action="store_true", help="also time our Trainer with trainer.compile: true")
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "train_throughput.json"))
     args = p.parse_args()
     torch.set_num_threads(args.threads)
@@ -282,6 +288,8 @@ def main() -> None:
         for name in args.models.split(","):
             setup = Setup(name, args, Path(work))
             systems = {"ours": setup.ours, "bare": setup.bare}
+            if args.compile:
+                systems["ours_compiled"] = lambda: setup.ours(compile=True)
             if "target_output" in setup.model.tensorize([setup.instances[0]]):
                 systems["marian"] = setup.marian
             times: dict[str, list[tuple[float, float]]] = {k: [] for k in systems}
@@ -302,6 +310,9 @@ def main() -> None:
                    # the CPU-time ratio if ours did exactly bare's work plus building the batches
                    "bare_plus_tensorize_cpu_ratio": round(statistics.median(c for _, c in times["bare"]) / (
                        statistics.median(c for _, c in times["bare"]) + setup.tensorize_cpu), 3)}
+            if "ours_compiled" in wall:
+                row["compiled_over_ours_wall"] = round(wall["ours_compiled"] / wall["ours"], 3)
+                row["compiled_over_ours_cpu"] = round(cpu["ours_compiled"] / cpu["ours"], 3)
             if "marian" in wall:
                 row["ours_over_marian_wall"] = round(wall["ours"] / wall["marian"], 3)
                 row["ours_over_marian_cpu"] = round(cpu["ours"] / cpu["marian"], 3)
