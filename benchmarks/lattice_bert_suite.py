@@ -63,12 +63,10 @@ def pretrained_name(spec_path: str) -> tuple[str, str] | None:
 
 def labels_of(suite: dict) -> list[tuple[str, str, set]]:
     """(entry name with [tag], tag, the names its ext-vars ``run_of``) of every entry and configuration."""
-    out = []
-    for entry in suite["entries"]:
-        name = entry.get("name") or Path(entry["spec"]).name.split(".")[0]
-        reads = {v["run_of"] for v in (entry.get("ext_vars") or {}).values() if isinstance(v, dict)}
-        out += [(f"{name} [{tag}]" if tag else name, tag, reads) for tag in entry.get("configs") or {"": {}}]
-    return out
+    from multigrain.platform.suite import entry_labels
+
+    return [(name, tag, {v["run_of"] for v in (suite["entries"][i].get("ext_vars") or {}).values() if isinstance(v, dict)})
+            for i, tag, name, _ in entry_labels(suite)]
 
 
 def selection(suite: dict, budget: str) -> tuple[list[str], str]:

@@ -153,6 +153,17 @@ def override_texts(value: dict | list) -> list[str]:
     return list(value) if isinstance(value, list) else [f"{k}={json.dumps(v)}" for k, v in value.items()]
 
 
+def entry_labels(suite: dict) -> list[tuple[int, str, str, str]]:
+    """Every entry and configuration of a loaded suite as :func:`plan` names them: (entry index, tag,
+    name, spec stem), the name being the entry's ``name`` (else its spec's stem) and `` [tag]``."""
+    out = []
+    for i, entry in enumerate(suite["entries"]):
+        stem = Path(entry["spec"]).name.split(".")[0]
+        name = entry.get("name") or stem
+        out += [(i, tag, f"{name} [{tag}]" if tag else name, stem) for tag in entry.get("configs") or {"": {}}]
+    return out
+
+
 def plan(suite_path: str | Path, suite: dict, runs_root: str | Path = "runs", only: Optional[str] = None,
          jsonnet_paths: Sequence[str] = (), timeout: Optional[float] = 30.0,
          check_data_paths: bool = True, seeds: Optional[Sequence[int]] = None,
@@ -170,12 +181,8 @@ def plan(suite_path: str | Path, suite: dict, runs_root: str | Path = "runs", on
 
     folder = Path(suite_path).resolve().parent
     pattern = (only or "").replace("[", "[[]")  # a bracket is a configuration's tag, never a character class
-    items = []  # (entry index, entry, tag, tagged overrides, name, stem)
-    for i, entry in enumerate(suite["entries"]):
-        stem = (folder / entry["spec"]).name.split(".")[0]
-        for tag, tagged in (entry.get("configs") or {"": {}}).items():
-            name = entry.get("name") or stem
-            items.append((i, entry, tag, tagged, f"{name} [{tag}]" if tag else name, stem))
+    items = [(i, suite["entries"][i], tag, (suite["entries"][i].get("configs") or {"": {}})[tag], name, stem)
+             for i, tag, name, stem in entry_labels(suite)]  # (entry index, entry, tag, tagged overrides, name, stem)
     names = [item[4] for item in items]
     selected = {item[4] for item in items if not only or only == item[4] or fnmatch(item[4], pattern)
                 or (item[1].get("name") and fnmatch(item[5], pattern))}

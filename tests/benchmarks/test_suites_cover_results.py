@@ -38,7 +38,7 @@ import lattice_bert  # noqa: E402
 import mt_results  # noqa: E402
 
 from multigrain.platform.specs import parse_override, spec_hash  # noqa: E402
-from multigrain.platform.suite import load_suite, plan  # noqa: E402
+from multigrain.platform.suite import entry_labels as suite_entry_labels, load_suite, plan  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 ALL = ROOT / "jsonnet_configs" / "suites" / "all.jsonnet"
@@ -149,11 +149,7 @@ def selected(path: Path, only: str) -> tuple:
 @lru_cache(maxsize=None)
 def entry_labels(path: Path) -> frozenset:
     """The entries' names and tags of a suite file (as ``plan`` names them), without planning it."""
-    labels = set()
-    for entry in load_suite(path)["entries"]:
-        name = entry.get("name") or Path(entry["spec"]).name.split(".")[0]
-        labels |= {labelled(name, tag) for tag in entry.get("configs") or {"": {}}}
-    return frozenset(labels)
+    return frozenset(name for _, _, name, _ in suite_entry_labels(load_suite(path)))
 
 
 def spec_value(spec: dict, key: str):
