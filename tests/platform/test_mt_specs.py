@@ -75,10 +75,12 @@ def test_recipe_specs_differ_only_in_the_encoder_and_are_pre_norm_with_steps_of_
         assert "max_instances" not in transformer["dataset_reader"]
         assert transformer["data_loader"]["max_tokens"] == 8192
         assert transformer["trainer"]["mixed_precision"] == "auto"
+    # the decoder on its real target rows: on the GPU recipe only (the CPU rows were trained without it)
+    assert transformer["model"]["decoder"].get("pack_targets", False) is (variant == "gpu")
 
 
 @pytest.mark.parametrize("name", SPECS)
 def test_the_older_specs_have_none_of_the_recipe(name, monkeypatch):
     monkeypatch.chdir(ROOT)
     flat = flatten(load_spec(f"jsonnet_configs/mt/{name}.jsonnet"))
-    assert not any(k.endswith("pre_norm") or k.endswith("max_tokens") for k in flat)
+    assert not any(k.endswith("pre_norm") or k.endswith("max_tokens") or k.endswith("pack_targets") for k in flat)

@@ -38,9 +38,10 @@ SHIPPED = {
     # *_small_cpu: issue 40's second 40-minute recipe (token batches, 180,000 pairs) since 2026-11-27
     "mt/tvsub_big_small_cpu.jsonnet": ("b2836d16c633bf8617310cd3f8f46c43b07e33e2cb963173daf59f7f2f6966c0", {}),
     # mt/*_small_gpu: the device call's recipe (never run) scales the encoder's input since 2026-11-27
-    "mt/tvsub_big_small_gpu.jsonnet": ("7d41a149e5d61b1c47816c5d05aa426723039e920081cda136ac75a9dee00826", {}),
+    # and packs the decoder's target rows (pack_targets) since 2026-11-28
+    "mt/tvsub_big_small_gpu.jsonnet": ("1003e30c3553fcbae620255400c04031c6537146c5c22aa17dc74ad30eb0cc04", {}),
     "mt/tvsub_transformer_small_cpu.jsonnet": ("0b92cf3f29a4e05f8bcae88e76516adf811ccadaf127e6aea0dab3f066daaf49", {}),
-    "mt/tvsub_transformer_small_gpu.jsonnet": ("484f4b46e5a4bc1bfd3fa4b5216a17554ccd9def05d3e3cb6c0a3fde3a386985", {}),
+    "mt/tvsub_transformer_small_gpu.jsonnet": ("633e0df6adca437e9566d3555082b603891acea3c66d7d9ba34ab0c1eaac3f9d", {}),
     "ner/msra_big.jsonnet": ("4d38192dc48be2752a923702b9ce8d5bed63303ef69a44a5580942ee5a3c2f1f", {}),
     "ner/msra_big_vec.jsonnet": ("dd82aaa29919d443b311471c4376d2083c6265c802e5f435b76d74a9cc0be435", {"vectors": "runs/vectors"}),
     "ner/msra_bilstm_big.jsonnet": ("4bb1777ec557f03ff1bba9592a991059f6da8753107e38a2d117e9f484cfd473", {}),

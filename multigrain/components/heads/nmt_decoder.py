@@ -17,6 +17,11 @@ translator builds while collating, off the training thread and without a device 
 those N rows are projected: ``logits = x.flatten(0, 1)[positions] E^T  [N, V]`` and the same
 loss. The projection onto the vocabulary is about a quarter of the small translator's matrix
 products, and a third of its target positions are padding in length-bucketed batches of 16.
+With ``pack_targets`` as well, the whole decoder runs on those N rows in training: embedding,
+projections, FFN, LayerNorms and dropout on ``[N, d]``, only the attention on the ``[B, T]``
+layout (``RealRows``). The same function of the weights (tested); the dropout masks are drawn
+for N rows instead of B * T, so a run with it is not the same float sequence as one without:
+off by default, so that no shipped spec's results change.
 
 Incremental decoding (beam search, ``components/nn/beam_search.py``): the cross-attention keys
 and values are computed once per source and shared by its beams (they attend as that many
@@ -40,6 +45,7 @@ from multigrain.components.nn.beam_search import Hypotheses, beam_search
 from multigrain.components.nn.decoder_layer import KeyValues, PostNormDecoderLayer
 from multigrain.components.nn.key_value_cache import KeyValueCache
 from multigrain.components.nn.positions import sinusoidal_positions
+from multigrain.components.nn.sequence import RealRows
 from multigrain.components.nn.transformer_layer import final_norm
 from multigrain.platform.kinds import Head
 
@@ -70,11 +76,14 @@ class NmtDecoder(Head):
     """Transformer decoder over encoder states ``[B, S, input_dim]`` (see the module docstring);
     hidden size = ``input_dim``. ``vocab_size``, ``pad``/``bos``/``eos`` ids come from the model's
     target subword model. ``pre_norm``: pre-norm layers and a final LayerNorm
-    (``components/nn/decoder_layer.py``); off by default (Vaswani et al.'s post-norm)."""
+    (``components/nn/decoder_layer.py``); off by default (Vaswani et al.'s post-norm).
+    ``pack_targets``: in training, the layers compute the non-padding target positions alone
+    (see the module docstring); off by default."""
 
     def __init__(self, input_dim: int, vocab_size: int, pad: int = 0, bos: int = 2, eos: int = 3,
                  num_layers: int = 6, num_heads: int = 8, feedforward_dim: int = 2048, dropout: float = 0.1,
-                 attention_dropout: float = 0.0, label_smoothing: float = 0.1, pre_norm: bool = False):
+                 attention_dropout: float = 0.0, label_smoothing: float = 0.1, pre_norm: bool = False,
+                 pack_targets: bool = False):
         super().__init__()
         if not 0.0 <= label_smoothing < 1.0:
             raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}")
@@ -90,7 +99,7 @@ class NmtDecoder(Head):
                                                          attention_dropout, pre_norm) for _ in range(num_layers))
         if pre_norm:
             self.final_norm = final_norm(input_dim, pre_norm)
-        self.pre_norm = pre_norm
+        self.pre_norm, self.pack_targets = pre_norm, pack_targets
 
     # pieces ------------------------------------------------------------------------------------
     def embed(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
@@ -124,16 +133,20 @@ class NmtDecoder(Head):
         [B, T, V]`` and, with targets, ``loss`` and ``loss_count`` (its non-padding targets).
         With ``target_positions`` (``[N]``: the flat indices of ``target_output``'s non-padding
         tokens) only ``loss`` and ``loss_count``, the projection made for those N rows alone."""
-        T = target_input.shape[1]
-        x = self.embed(target_input, torch.arange(T, device=target_input.device).unsqueeze(0))
+        B, T = target_input.shape
+        packed = target_output is not None and target_positions is not None
+        rows = RealRows(target_positions, B, T) if packed and self.pack_targets else None
+        if rows is None:
+            x = self.embed(target_input, torch.arange(T, device=target_input.device).unsqueeze(0))
+        else:  # [N, d]: each real token at its position t = index mod T
+            x = self.embed(rows.gather(target_input), target_positions % T)
         causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril().view(1, 1, T, T)
         memory_mask = attention_mask(1, None, source_mask).unsqueeze(1)  # [B, 1, 1, S]
         for layer, memory in zip(self.layers, self.memory(states)):
-            x = layer(x, memory, memory_mask, causal)
+            x = layer(x, memory, memory_mask, causal, rows)
         h, targets = self.top(x), target_output
-        packed = target_output is not None and target_positions is not None
         if packed:  # the N non-padding rows alone: [N, d] and [N]
-            h = h.flatten(0, 1).index_select(0, target_positions)
+            h = h if rows is not None else h.flatten(0, 1).index_select(0, target_positions)
             targets = target_output.flatten().index_select(0, target_positions)
         logits = self.logits(h)
         out = {} if packed else {"logits": logits}

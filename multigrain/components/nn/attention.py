@@ -28,6 +28,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from multigrain.components.nn.sequence import RealRows
+
 
 def relation_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, allowed: torch.Tensor,
                        rel: Optional[torch.Tensor] = None, rk: Optional[torch.Tensor] = None,
@@ -121,21 +123,32 @@ class MultiHeadAttention(nn.Module):
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask.unsqueeze(1), dropout_p=dropout)
         return self.merge(out)
 
-    def key_values(self, key: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def key_values(self, key: torch.Tensor, rows: Optional[RealRows] = None) -> tuple[torch.Tensor, torch.Tensor]:
         """The projected keys and values ``[B, h, Tk, dh]`` of ``key [B, Tk, d]``, for callers that
         keep them between calls (a decoder's cache: cross-attention keys once per source,
-        self-attention keys grown by one position per step); see :meth:`attend`."""
-        return self.heads(self.k(key)), self.heads(self.v(key))
+        self-attention keys grown by one position per step); see :meth:`attend`. With ``rows``
+        (:class:`RealRows` of ``[B, Tk]``) ``key`` is ``[N, d]``, its real rows: only those are
+        projected, and the keys/values are zero at the padding positions."""
+        k, v = self.k(key), self.v(key)
+        if rows is not None:
+            k, v = rows.scatter(k), rows.scatter(v)
+        return self.heads(k), self.heads(v)
 
     def attend(self, query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
-               mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+               mask: Optional[torch.Tensor] = None, rows: Optional[RealRows] = None) -> torch.Tensor:
         """``forward`` over keys/values already projected by :meth:`key_values`: query
         ``[B, Tq, d]``, keys/values ``[B, h, Tk, dh]``; ``mask`` a bool mask broadcastable to
         ``[B, h, Tq, Tk]`` made once by the caller with :func:`attention_mask` (``[B, 1, Tq, Tk]``
-        or ``[B, 1, 1, Tk]``), None: every key. No relation tables. Returns ``[B, Tq, d]``."""
-        q = self.heads(self.q(query))
+        or ``[B, 1, 1, Tk]``), None: every key. No relation tables. Returns ``[B, Tq, d]``; with
+        ``rows`` (:class:`RealRows` of ``[B, Tq]``) the query and the result are ``[N, d]``: the
+        projections run on the real rows alone, the attention on the ``[B, Tq]`` layout."""
+        q = self.q(query)
+        q = self.heads(rows.scatter(q) if rows is not None else q)
         dropout = self.dropout if self.training else 0.0
-        return self.merge(F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=dropout))
+        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=dropout)
+        if rows is None:
+            return self.merge(out)
+        return self.out(rows.gather(out.transpose(1, 2)).flatten(-2))
 
     def weights(self, query: torch.Tensor, key: Optional[torch.Tensor] = None,
                 allowed: Optional[torch.Tensor] = None, key_mask: Optional[torch.Tensor] = None) -> torch.Tensor:

@@ -20,6 +20,7 @@ as that many queries), the self-attention's grown by one position per step (:met
 """
 from __future__ import annotations
 
+from typing import Optional
 
 import torch
 from torch import nn
@@ -28,6 +29,7 @@ from multigrain.components.nn.add_norm import AddNorm
 from multigrain.components.nn.attention import MultiHeadAttention
 from multigrain.components.nn.feed_forward import FeedForward
 from multigrain.components.nn.key_value_cache import KeyValueCache
+from multigrain.components.nn.sequence import RealRows
 
 KeyValues = tuple[torch.Tensor, torch.Tensor]
 
@@ -52,15 +54,17 @@ class PostNormDecoderLayer(nn.Module):
         return self.cross_attention.key_values(memory)
 
     def forward(self, y: torch.Tensor, memory: KeyValues, memory_mask: torch.Tensor,
-                causal: torch.Tensor) -> torch.Tensor:
+                causal: torch.Tensor, rows: Optional[RealRows] = None) -> torch.Tensor:
         """Every position at once (teacher forcing): ``y [B, T, d]``, ``memory`` from
         :meth:`memory`; the attention masks as :meth:`MultiHeadAttention.attend` takes them,
         made once for all layers: ``memory_mask [B, 1, 1, S]``, ``causal [1, 1, T, T]``.
-        Returns ``[B, T, d]``."""
+        Returns ``[B, T, d]``. With ``rows`` (the real target positions, right-padded) ``y`` and
+        the result are ``[N, d]``: every position-wise part runs on the real rows alone (padded
+        keys are never seen: the causal mask hides what follows a real position)."""
         h = self.norm1.norm(y) if self.pre_norm else y
-        keys, values = self.self_attention.key_values(h)
-        y = self._add(self.norm1, y, self.self_attention.attend(h, keys, values, causal))
-        return self._cross_and_ffn(y, memory, memory_mask)
+        keys, values = self.self_attention.key_values(h, rows)
+        y = self._add(self.norm1, y, self.self_attention.attend(h, keys, values, causal, rows))
+        return self._cross_and_ffn(y, memory, memory_mask, rows)
 
     def step(self, y: torch.Tensor, cache: KeyValueCache, memory: KeyValues, memory_mask: torch.Tensor,
              beam_size: int = 1) -> torch.Tensor:
@@ -79,8 +83,9 @@ class PostNormDecoderLayer(nn.Module):
     def _add(self, norm: AddNorm, y: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
         return norm.residual(y, out) if self.pre_norm else norm(y, out)
 
-    def _cross_and_ffn(self, y: torch.Tensor, memory: KeyValues, memory_mask: torch.Tensor) -> torch.Tensor:
+    def _cross_and_ffn(self, y: torch.Tensor, memory: KeyValues, memory_mask: torch.Tensor,
+                       rows: Optional[RealRows] = None) -> torch.Tensor:
         h = self.norm2.norm(y) if self.pre_norm else y
-        y = self._add(self.norm2, y, self.cross_attention.attend(h, memory[0], memory[1], memory_mask))
+        y = self._add(self.norm2, y, self.cross_attention.attend(h, memory[0], memory[1], memory_mask, rows))
         h = self.norm3.norm(y) if self.pre_norm else y
         return self._add(self.norm3, y, self.ffn(h))

@@ -180,6 +180,37 @@ def test_projecting_only_the_real_targets_gives_the_same_loss_and_gradients():
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.parametrize("pre_norm", [False, True])
+def test_packed_targets_compute_the_same_loss_and_gradients_as_the_padded_layout(pre_norm):
+    """``pack_targets``: the layers run on the N real target rows ([N, d]), the attention on the
+    [B, T] layout; the loss and every gradient (weights and encoder states) equal the padded
+    computation's, and what the padding positions of ``target_input`` hold is never read."""
+    targets = torch.tensor([[BOS, 5, 6, 7], [BOS, 8, 9, PAD], [BOS, 10, PAD, PAD], [BOS, 11, 12, 13]])
+    gold = torch.tensor([[5, 6, 7, EOS], [8, 9, EOS, PAD], [10, EOS, PAD, PAD], [11, 12, 13, EOS]])
+    positions = (gold != PAD).flatten().nonzero().squeeze(1)
+    noisy = targets.masked_fill(targets == PAD, 17)  # padding that holds a real token id
+    results = []
+    for pack, target_input in ((False, targets), (True, targets), (True, noisy)):
+        torch.manual_seed(0)
+        decoder = NmtDecoder(16, 24, num_layers=2, num_heads=2, feedforward_dim=32, dropout=0.0, pre_norm=pre_norm,
+                             pack_targets=pack).eval()
+        states, mask = sources()
+        states.requires_grad_(True)
+        out = decoder(states, mask, target_input, gold, positions)
+        out["loss"].backward()
+        assert int(out["loss_count"]) == 13
+        results.append((out["loss"].detach(), states.grad, [p.grad for p in decoder.parameters()]))
+    padded = results[0]
+    for packed in results[1:]:
+        torch.testing.assert_close(packed[0], padded[0], rtol=1e-6, atol=1e-7)
+        torch.testing.assert_close(packed[1], padded[1], rtol=1e-5, atol=1e-7)
+        for a, b in zip(packed[2], padded[2]):
+            torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
+    torch.manual_seed(0)
+    decoder = NmtDecoder(16, 24, num_layers=2, num_heads=2, feedforward_dim=32, pack_targets=True)
+    assert "logits" in decoder.eval()(*sources(), targets, gold)  # no positions given: the padded layout
+
+
 # ------------------------------------------------------------------------------------ beam search
 def greedy(decoder: NmtDecoder, states, mask, max_lengths: list[int]) -> list[list[int]]:
     """Argmax decoding, one sentence at a time, recomputing the decoder over each prefix."""
