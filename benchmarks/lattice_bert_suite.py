@@ -32,7 +32,6 @@ import json
 import os
 import sys
 import time
-from fnmatch import fnmatch
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,6 +40,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from lattice_bert import FINETUNE, HEADLINE, PRETRAINED  # noqa: E402
 from lattice_bert_report import section  # noqa: E402
+
+from multigrain.platform.suite import matches  # noqa: E402
 
 SUITE = ROOT / "jsonnet_configs" / "suites" / "lattice_bert.jsonnet"
 #: RESULTS.md's section and report file of each budget of the suite
@@ -82,7 +83,7 @@ def selection(suite: dict, budget: str) -> tuple[list[str], str]:
     fine_tags = sorted({tag for _, tag, reads in labels if reads & pre})
     wanted = pre | {label for label, tag, _ in labels if tag in fine_tags}
     one = f"* [{budget}*"
-    if {label for label, _, _ in labels if fnmatch(label, one.replace("[", "[[]"))} == wanted:
+    if {label for label, _, _ in labels if matches(label, one)} == wanted:
         ft = ", ".join(f"`[{t}]`" for t in fine_tags)
         return [one], f"`multigrain suite {{suite}} --only '{one}'{{o}}` (pre-trainings `[{budget}]`, fine-tunings {ft})"
     patterns = [f"* [{budget}]"] + [f"* [{t}]" for t in fine_tags]

@@ -164,6 +164,14 @@ def entry_labels(suite: dict) -> list[tuple[int, str, str, str]]:
     return out
 
 
+def matches(label: str, pattern: str) -> bool:
+    """``--only``'s test: ``label`` (an entry's name with its `` [tag]``) matches the fnmatch
+    ``pattern``, whose brackets are literal (a configuration's tag, never a character class)."""
+    from fnmatch import fnmatch
+
+    return fnmatch(label, pattern.replace("[", "[[]"))
+
+
 def plan(suite_path: str | Path, suite: dict, runs_root: str | Path = "runs", only: Optional[str] = None,
          jsonnet_paths: Sequence[str] = (), timeout: Optional[float] = 30.0,
          check_data_paths: bool = True, seeds: Optional[Sequence[int]] = None,
@@ -177,15 +185,12 @@ def plan(suite_path: str | Path, suite: dict, runs_root: str | Path = "runs", on
     only the runs of these seeds (``--seeds 13``: a first pass of every entry, the others later);
     ``overrides``: ``-o`` texts applied to every run after its entry's (a rehearsal's data cut), part
     of each run's spec and hash."""
-    from fnmatch import fnmatch
-
     folder = Path(suite_path).resolve().parent
-    pattern = (only or "").replace("[", "[[]")  # a bracket is a configuration's tag, never a character class
     items = [(i, suite["entries"][i], tag, (suite["entries"][i].get("configs") or {"": {}})[tag], name, stem)
              for i, tag, name, stem in entry_labels(suite)]  # (entry index, entry, tag, tagged overrides, name, stem)
     names = [item[4] for item in items]
-    selected = {item[4] for item in items if not only or only == item[4] or fnmatch(item[4], pattern)
-                or (item[1].get("name") and fnmatch(item[5], pattern))}
+    selected = {item[4] for item in items if not only or only == item[4] or matches(item[4], only)
+                or (item[1].get("name") and matches(item[5], only))}
     chosen = set(selected)
     for i, entry, _, _, name, _ in reversed(items):  # what the chosen entries read (run_of), transitively
         if name in chosen:
