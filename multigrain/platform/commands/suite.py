@@ -76,7 +76,8 @@ def cmd_suite(args) -> int:
     local = {"num_cpus": args.num_cpus} if args.num_cpus else {}
     if args.num_gpus is not None:
         local["num_gpus"] = args.num_gpus
-    started = connect(args.address, loopback=args.address in (None, "", "local"), **local)
+    # the trainings at the command's own priority, as `multigrain train` runs one (not Ray's nice 15)
+    started = connect(args.address, loopback=args.address in (None, "", "local"), worker_niceness=0, **local)
     try:
         if started:  # a local Ray has what it has: an entry that can never be placed would wait forever
             from multigrain.platform.ray.cluster import cluster_resources

@@ -64,7 +64,7 @@ def cmd_sweep(args) -> int:
         from multigrain.platform.ray.cluster import cluster_resources, connect
         from multigrain.platform.ray.sweep import check_placement, trial_resources
 
-        started = connect(args.address, loopback=args.address in (None, "", "local"))
+        started = connect(args.address, loopback=args.address in (None, "", "local"), worker_niceness=0)
         try:
             cluster = cluster_resources()
             options = trial_resources(requested, spec, cluster)

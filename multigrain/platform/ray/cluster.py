@@ -76,11 +76,19 @@ def node_address() -> str:
     return ray.util.get_node_ip_address()
 
 
-def connect(address: Optional[str] = None, loopback: bool = False, **local_kwargs) -> bool:
+#: Ray's setting of the nice value its workers start at (15 unless set)
+WORKER_NICENESS_ENV = "RAY_worker_niceness"
+
+
+def connect(address: Optional[str] = None, loopback: bool = False, worker_niceness: Optional[int] = None,
+            **local_kwargs) -> bool:
     """Attach this process to Ray. ``None``/``"local"`` starts Ray in-process (``loopback``:
     listening on 127.0.0.1 only); anything else joins a running cluster. Returns whether this
     call initialised Ray (then the caller shuts it down); an already-initialised Ray is reused
-    as is."""
+    as is. ``worker_niceness``: the nice value the local Ray starts its workers at, where the
+    user has not set ``RAY_worker_niceness`` (Ray's own default is 15: its workers then yield the
+    processor to every ordinary process, and a suite's trainings beside other work slow down
+    several-fold)."""
     import ray
 
     if ray.is_initialized():
@@ -91,7 +99,14 @@ def connect(address: Optional[str] = None, loopback: bool = False, **local_kwarg
         patient_serve_defaults()
         if loopback:
             loopback_only()
-        ray.init(address="local", **local_kwargs)
+        chosen = worker_niceness is not None and WORKER_NICENESS_ENV not in os.environ
+        if chosen:  # read by the raylet this init starts; not left for a later Ray of this process
+            os.environ[WORKER_NICENESS_ENV] = str(worker_niceness)
+        try:
+            ray.init(address="local", **local_kwargs)
+        finally:
+            if chosen:
+                os.environ.pop(WORKER_NICENESS_ENV, None)
         node = node_address() if loopback else None
         if node is not None and node not in ("127.0.0.1", "::1"):
             ray.shutdown()

@@ -305,3 +305,33 @@ def test_check_reads_a_translation_runs_own_test_set():
     assert _test_scores(result, "mt/tvsub") == ({"bleu": 3.2, "chrf": 12.0}, "bleu")
     assert _test_scores(result, "mt/other") is None and _test_scores(None, "mt/tvsub") is None
     assert _test_scores({"test": {"f1": 0.9}, "leaderboard_metric": "f1"}, "ner/resume") == ({"f1": 0.9}, "f1")
+
+
+def test_the_local_ray_of_a_suite_or_sweep_runs_its_trainings_at_the_commands_priority():
+    """Ray starts its workers at nice 15: beside any other work they get the processor last (a
+    suite's trainings ran at a third of their speed beside one ordinary process). ``connect`` with
+    ``worker_niceness=0``, as ``suite`` and ``sweep`` call it, starts them at the command's own
+    priority, as ``multigrain train`` runs, and leaves no setting behind for a later Ray of the
+    process; without it, Ray's 15."""
+    import os
+    import subprocess
+    import sys
+
+    code = """
+import os, ray
+from multigrain.platform.ray.cluster import connect
+
+def nice():
+    return os.getpriority(os.PRIO_PROCESS, 0)
+
+base, out = nice(), []
+for niceness in (0, None):
+    connect(None, loopback=True, worker_niceness=niceness, num_cpus=1, object_store_memory=80 * 1024 * 1024)
+    out += [ray.get(ray.remote(nice).remote()) - base, "RAY_worker_niceness" in os.environ]
+    ray.shutdown()
+print(out)
+"""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_worker_niceness"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[0, False, 15, False]"
