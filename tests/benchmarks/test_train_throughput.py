@@ -6,6 +6,7 @@ import json
 import statistics
 import sys
 
+import pytest
 import torch
 
 from conftest import ROOT
@@ -15,8 +16,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import train_throughput  # noqa: E402
 
 
-def test_the_bare_loop_trains_as_the_trainer_does(tmp_path, single_thread):
-    args = argparse.Namespace(instances=120, batch_size=8, device="cpu", warmup=2, steps=2)
+@pytest.mark.parametrize("pack_targets", [False, True])
+def test_the_bare_loop_trains_as_the_trainer_does(tmp_path, single_thread, pack_targets):
+    args = argparse.Namespace(instances=120, batch_size=8, device="cpu", warmup=2, steps=2, pack_targets=pack_targets)
     setup = train_throughput.Setup("small", args, tmp_path)
     initial = {k: v.clone() for k, v in setup.initial.items()}
     wall, cpu = setup.ours()
@@ -26,6 +28,7 @@ def test_the_bare_loop_trains_as_the_trainer_does(tmp_path, single_thread):
     bare = setup.model.state_dict()
     assert any(not torch.equal(ours[k], initial[k]) for k in ours)  # it trained
     assert all(torch.equal(ours[k], bare[k]) for k in ours)
+    assert setup.model.decoder.pack_targets is pack_targets
     assert all(t > 0 for t in setup.marian())
     assert setup.tokens == sum(int(b["mask"].sum()) + int((b["target_output"] != setup.model.subwords.pad).sum())
                                for b in (setup.model.tensorize([setup.instances[i] for i in idx])
