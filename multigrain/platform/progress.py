@@ -30,6 +30,24 @@ INTERVAL_ENV = "MULTIGRAIN_PROGRESS_INTERVAL"
 #: the stages and loops running now, innermost last: only the innermost prints lines
 _ACTIVE: list = []
 
+#: called with every progress line printed without bars (``set_line_listener``)
+_LISTENER: Optional[Callable[[str], None]] = None
+
+
+def set_line_listener(listener: Optional[Callable[[str], None]]) -> Optional[Callable[[str], None]]:
+    """Hand every progress line printed without bars to ``listener`` as well (``None``: to no
+    one); returns the previous listener. A suite's Ray worker reports its training's lines to
+    the driver this way, which shows them under its own status line."""
+    global _LISTENER
+    previous, _LISTENER = _LISTENER, listener
+    return previous
+
+
+def _progress_line(line: str, file: Optional[TextIO]) -> None:
+    note(line, file)
+    if _LISTENER is not None:
+        _LISTENER(line)
+
 
 def quiet() -> bool:
     return os.environ.get("CI", "").lower() in ("1", "true", "yes") or os.environ.get("MULTIGRAIN_QUIET") == "1"
@@ -106,7 +124,7 @@ class Stage:
         if _ACTIVE and _ACTIVE[-1] is not self:  # an inner stage speaks for now
             return
         self.lines += 1
-        note(self.line(now), self.file)
+        _progress_line(self.line(now), self.file)
 
     def set_postfix(self, refresh: bool = False, **values) -> None:
         """Values shown after the numbers (``loss=0.4321``), as tqdm's ``set_postfix``."""
@@ -140,7 +158,7 @@ class Stage:
         if self._bar is not None:
             self._bar.close()
         elif self.lines and finished:  # a stage that reported progress says when it ended
-            note(self.line() + " | done", self.file)
+            _progress_line(self.line() + " | done", self.file)
 
 
 class _Lines:

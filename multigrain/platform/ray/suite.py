@@ -41,14 +41,25 @@ def _suite_task(spec: dict, run_dir: str, index: int, monitor, cwd: str, hide_gp
 
 class Progress:
     """Per entry: done / running / queued, elapsed and an estimate; a line when something changed
-    or every ``PROGRESS_EVERY`` seconds."""
+    or every ``PROGRESS_EVERY`` seconds. Under it, each running run's latest progress line from
+    its worker (``report``), once each: a long epoch shows that the training itself moves."""
 
     def __init__(self, runs: list[SuiteRun], print_line: Callable[[str], None] = print):
         self.runs = runs
+        self.by_index = {r.index: r for r in runs}
         self.print_line = print_line
         self.started = time.monotonic()
         self.last_line = 0.0
         self.last_text = ""
+        self.shown: dict[int, str] = {}
+
+    def report(self, states: dict[int, str], snapshot: dict[int, dict]) -> None:
+        """The running runs' progress lines that are new since the last call."""
+        for index, rec in sorted(snapshot.items()):
+            line = rec.get("line")
+            if line and states.get(index) == "running" and self.shown.get(index) != line and index in self.by_index:
+                self.shown[index] = line
+                self.print_line(f"  {self.by_index[index].label}: {line}")
 
     def update(self, states: dict[int, str], force: bool = False) -> None:
         now = time.monotonic()
@@ -132,6 +143,7 @@ def run_suite(runs: list[SuiteRun], max_retries: int = 2, uri: Optional[str] = N
             if states.get(index) == "queued":
                 states[index] = "running"
         progress.update(states)
+        progress.report(states, snapshot)
     progress.update(states, force=True)
     return outcome
 

@@ -294,10 +294,15 @@ class SweepMonitor:
 
     def started(self, index: int, pid: int, node: str, gpu_ids: list) -> None:
         rec = self.trials.setdefault(index, {"attempts": 0})
-        rec.update(attempts=rec["attempts"] + 1, pid=pid, node=node, gpu_ids=gpu_ids, epoch=0, metric=None)
+        rec.update(attempts=rec["attempts"] + 1, pid=pid, node=node, gpu_ids=gpu_ids, epoch=0, metric=None,
+                   line=None)
 
     def epoch(self, index: int, epoch: int, metric: Optional[float]) -> None:
         self.trials.setdefault(index, {"attempts": 0}).update(epoch=epoch, metric=metric)
+
+    def line(self, index: int, text: str) -> None:
+        """The trial's latest progress line (``progress.set_line_listener``)."""
+        self.trials.setdefault(index, {"attempts": 0})["line"] = text
 
     def snapshot(self) -> dict[int, dict]:
         return self.trials
@@ -328,10 +333,15 @@ def _trial_task(spec: dict, run_dir: str, index: int, monitor, cwd: str, hide_gp
     def on_epoch(epoch: int, record: dict) -> None:
         monitor.epoch.remote(index, epoch, record.get(metric_key))
 
+    from multigrain.platform.progress import set_line_listener
+
+    previous = set_line_listener(lambda text: monitor.line.remote(index, text))
     try:
         result = run_trial(spec, run_dir, on_epoch=on_epoch)
     except MultigrainError as e:
         raise RemoteError(str(e)) from None
+    finally:
+        set_line_listener(previous)
     result["placement"] = {"pid": os.getpid(), "node": node, "gpu_ids": gpu_ids,
                            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
                            "started": started, "finished": time.time()}

@@ -3,6 +3,7 @@ training on a local Ray with reuse, resume and MLflow rows tagged as suite runs 
 RESULTS.md's tables: ``benchmarks/results_tables.py --suite``), two suites at once, and ``--check``
 against a leaderboard export. Every run is a 1-epoch BiLSTM-CRF on 12 Resume sentences."""
 import json
+import re
 import threading
 from pathlib import Path
 
@@ -115,6 +116,22 @@ def test_two_entries_resolving_to_one_spec_are_refused(tiny):
                                                                               "configs": {"same": {}}}], "dup.json")
     with pytest.raises(SpecError, match=r"tiny \[same\] seed 13 is the same spec as tiny seed 13"):
         suites.plan(path, suites.load_suite(path), tiny["runs"])
+
+
+def test_the_status_shows_each_running_runs_new_progress_line_once(tiny):
+    from multigrain.platform.ray.suite import Progress
+
+    runs = suites.plan(tiny["suite"], suites.load_suite(tiny["suite"]), tiny["runs"])
+    printed = []
+    progress = Progress(runs, printed.append)
+    states = {0: "running", 1: "queued", 2: "finished", 3: "running"}
+    line = "epoch 1/1: 30/120 batches (25.0%) | 1.0 batches/s | elapsed 30.0s | remaining ~1m30s"
+    snapshot = {0: {"line": line}, 2: {"line": "evaluating: 4/4 batches | done"}, 3: {"epoch": 0}}
+    progress.report(states, snapshot)
+    progress.report(states, snapshot)  # nothing new
+    assert printed == [f"  {runs[0].label}: {line}"]
+    progress.report(states, {0: {"line": line.replace("30/120", "60/120")}})
+    assert printed[-1] == f"  {runs[0].label}: " + line.replace("30/120", "60/120") and len(printed) == 2
 
 
 # ---------------------------------------------------------------------------- running on Ray
@@ -263,6 +280,23 @@ def test_a_killed_suite_restarts_reusing_finished_runs_and_resuming_the_interrup
     assert done["finished"] and done["epochs_completed"] == 12 and done["history"][:len(had)] == had
     training = [r for r in mlflow_runs(uri) if "evaluated_on" not in r.data.tags]
     assert sorted(r.data.tags["spec_hash"] for r in training) == sorted([short.spec_hash, long.spec_hash])
+
+
+def test_a_suite_worker_reports_its_trainings_progress_lines_to_the_monitor(ray_local, tiny):
+    """The worker hands each progress line its training prints (here one per batch) to the suite's
+    monitor, whose snapshot the driver shows under its status line."""
+    import ray
+
+    from multigrain.platform.ray.suite import _suite_task
+    from multigrain.platform.ray.sweep import SweepMonitor
+
+    run = suites.plan(tiny["suite"], suites.load_suite(tiny["suite"]), tiny["runs"])[0]
+    monitor = ray.remote(num_cpus=0)(SweepMonitor).remote()
+    task = ray.remote(num_cpus=1, runtime_env={"env_vars": {"MULTIGRAIN_PROGRESS_INTERVAL": "0"}})(_suite_task)
+    result = ray.get(task.remote(run.spec, run.run_dir, 7, monitor, str(tiny["dir"]), False, []))
+    assert result["finished"]
+    record = ray.get(monitor.snapshot.remote())[7]
+    assert record["epoch"] == 1 and re.fullmatch(r".+: \d+/\d+ batches \(100\.0%\) \|.+\| done", record["line"])
 
 
 def test_an_entry_reads_an_earlier_entrys_run_directory_and_starts_after_it(ray_local, tiny, capsys):
