@@ -81,22 +81,14 @@ def cmd_sweep(args) -> int:
 
 
 def _run_with_display(todo, trials, options, args, console) -> None:
-    """Run the sweep with a live table of trials, or one line per finished trial when quiet."""
+    """Run the sweep with a live table of trials, or when quiet with lines (``QuietReport``)."""
     from multigrain.platform.progress import quiet
     from multigrain.platform.ray.sweep import run_sweep
-    from multigrain.platform.ray.sweep_report import trials_table
+    from multigrain.platform.ray.sweep_report import QuietReport, trials_table
 
     kwargs = dict(max_retries=args.max_retries, uri=args.tracking_uri, include_packages=tuple(args.include_package))
     if quiet():
-        reported = set()
-
-        def report(ts):
-            for t in ts:
-                if t.state in ("FINISHED", "FAILED", "STOPPED") and t.index not in reported:
-                    reported.add(t.index)
-                    print(f"[{t.index}] {t.label}: {t.state}" + (f" ({t.error})" if t.error else ""), flush=True)
-
-        run_sweep(todo, options, on_update=report, **kwargs)
+        run_sweep(todo, options, on_update=QuietReport(lambda line: print(line, flush=True)), **kwargs)
         return
     from rich.live import Live
 

@@ -53,6 +53,7 @@ class Trial:
     result: Optional[dict] = None
     error: Optional[str] = None
     run_id: Optional[str] = None
+    progress: Optional[str] = None  # the latest progress line of its training (``progress.set_line_listener``)
 
     @property
     def point_label(self) -> str:
@@ -387,7 +388,7 @@ def run_sweep(trials: list[Trial], options: dict, max_retries: int = 2, uri: Opt
         for index, rec in snapshot.items():
             t = by_index[index]
             t.attempts, t.pid, t.epoch = rec["attempts"], rec.get("pid"), rec.get("epoch", 0)
-            t.metric = rec.get("metric")
+            t.metric, t.progress = rec.get("metric"), rec.get("line")
             if t.state == "QUEUED":
                 t.state = "RUNNING"
             if t.state == "RUNNING" and t.attempts > 1:

@@ -3,7 +3,8 @@ table of trials and the summary table."""
 from __future__ import annotations
 
 import statistics
-from typing import Optional
+import time
+from typing import Callable, Optional
 
 from multigrain.platform.ray.sweep import Trial
 from multigrain.platform.scores import percent_scale
@@ -88,3 +89,38 @@ def print_summary(trials: list[Trial], console=None) -> None:
         if t.error:
             console.print(f"[{t.label}] {t.state}: {t.error}", markup=False, highlight=False)
 
+
+
+#: the longest time between two status lines without the live table (seconds)
+STATUS_EVERY = 25.0
+
+
+class QuietReport:
+    """The sweep without a live table (``CI=true``): a line per trial when it ends; a status line
+    (finished / running / queued) when the counts change or every ``STATUS_EVERY`` seconds; under
+    it each running trial's latest progress line from its worker, once each. Call it with the
+    trials after every round of the sweep."""
+
+    def __init__(self, print_line: Callable[[str], None] = print, clock: Callable[[], float] = time.monotonic):
+        self.print_line, self.clock = print_line, clock
+        self.started = clock()
+        self.last_status, self.last_time = "", None
+        self.ended: set[int] = set()
+        self.shown: dict[int, str] = {}
+
+    def __call__(self, trials: list[Trial]) -> None:
+        for t in trials:
+            if t.state in ("FINISHED", "FAILED", "STOPPED") and t.index not in self.ended:
+                self.ended.add(t.index)
+                self.print_line(f"[{t.index}] {t.label}: {t.state}" + (f" ({t.error})" if t.error else ""))
+        running = [t for t in trials if t.state in ("RUNNING", "RETRYING")]
+        status = (f"{len(self.ended)}/{len(trials)} ended, {len(running)} running, "
+                  f"{sum(t.state in ('PENDING', 'QUEUED') for t in trials)} queued")
+        now = self.clock()
+        if status != self.last_status or self.last_time is None or now - self.last_time >= STATUS_EVERY:
+            self.print_line(f"sweep [{(now - self.started) / 60:.1f} min] {status}")
+            self.last_status, self.last_time = status, now
+        for t in running:
+            if t.progress and self.shown.get(t.index) != t.progress:
+                self.shown[t.index] = t.progress
+                self.print_line(f"  [{t.index}] {t.label}: {t.progress}")

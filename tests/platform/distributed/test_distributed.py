@@ -164,6 +164,31 @@ def test_trial_resources_rule():
     assert with_gpus_per_trial({"num_cpus": 2}, None) == {"num_cpus": 2}
 
 
+def test_a_quiet_sweep_prints_its_status_every_interval_and_each_running_trials_new_progress_line():
+    from multigrain.platform.ray.sweep import Trial
+    from multigrain.platform.ray.sweep_report import STATUS_EVERY, QuietReport
+
+    now = [0.0]
+    printed = []
+    report = QuietReport(printed.append, clock=lambda: now[0])
+    trials = [Trial(i, (("trainer.optimizer.lr", lr),), 13, {}, "h", f"runs/{i}") for i, lr in enumerate([0.01, 0.02])]
+    trials[0].state, trials[0].progress = "RUNNING", "epoch 1/2: 5/20 batches (25.0%) | elapsed 30.0s"
+    trials[1].state = "QUEUED"
+    report(trials)
+    assert printed == ["sweep [0.0 min] 0/2 ended, 1 running, 1 queued",
+                       "  [0] lr=0.01 seed=13: epoch 1/2: 5/20 batches (25.0%) | elapsed 30.0s"]
+    now[0] = STATUS_EVERY / 2
+    report(trials)  # nothing changed, too soon
+    assert len(printed) == 2
+    now[0] = STATUS_EVERY + 1
+    report(trials)  # the interval: the status again, not the same progress line
+    assert printed[2:] == ["sweep [0.4 min] 0/2 ended, 1 running, 1 queued"]
+    trials[0].state, trials[1].state, trials[1].progress = "FINISHED", "RUNNING", "epoch 1/2: 1/20 batches (5.0%)"
+    report(trials)
+    assert printed[3:] == ["[0] lr=0.01 seed=13: FINISHED", "sweep [0.4 min] 1/2 ended, 1 running, 0 queued",
+                           "  [1] lr=0.02 seed=13: epoch 1/2: 1/20 batches (5.0%)"]
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--grid", "trainer.optimizr.lr=[0.1,0.2]"], "--grid trainer.optimizr.lr: trainer has no key 'optimizr' "
                                                    "(did you mean 'optimizer'?)"),
