@@ -57,7 +57,13 @@ class Trial:
 
     @property
     def point_label(self) -> str:
-        return ", ".join(f"{k.rsplit('.', 1)[-1]}={json.dumps(v)}" for k, v in self.point) or "(spec)"
+        """``lr=0.01``: each grid key by its last part, or by as many last parts as tell the
+        point's keys apart (``1.lr=0.0002, optimizer.lr=0.003``)."""
+        keys = [k for k, _ in self.point]
+        parts = 1
+        while len({".".join(k.split(".")[-parts:]) for k in keys}) < len(keys):
+            parts += 1
+        return ", ".join(f"{'.'.join(k.split('.')[-parts:])}={json.dumps(v)}" for k, v in self.point) or "(spec)"
 
     @property
     def label(self) -> str:

@@ -174,6 +174,9 @@ def test_a_quiet_sweep_prints_its_status_every_interval_and_each_running_trials_
     trials = [Trial(i, (("trainer.optimizer.lr", lr),), 13, {}, "h", f"runs/{i}") for i, lr in enumerate([0.01, 0.02])]
     trials[0].state, trials[0].progress = "RUNNING", "epoch 1/2: 5/20 batches (25.0%) | elapsed 30.0s"
     trials[1].state = "QUEUED"
+    two_lrs = Trial(2, (("trainer.optimizer.parameter_groups.0.1.lr", 2e-4), ("trainer.optimizer.lr", 3e-3)), 13, {},
+                    "h", "runs/2")
+    assert two_lrs.label == "1.lr=0.0002, optimizer.lr=0.003 seed=13"  # keys ending alike told apart
     report(trials)
     assert printed == ["sweep [0.0 min] 0/2 ended, 1 running, 1 queued",
                        "  [0] lr=0.01 seed=13: epoch 1/2: 5/20 batches (25.0%) | elapsed 30.0s"]
