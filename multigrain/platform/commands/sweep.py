@@ -38,8 +38,8 @@ def cmd_sweep(args) -> int:
 
     from multigrain.platform.commands.common import load_spec_args, spec_stem
     from multigrain.platform.ray.cluster import check_reachable
-    from multigrain.platform.ray.sweep import (expand_sweep, parse_grid, parse_resources, plan_trials, validate_trials,
-                                              with_gpus_per_trial)
+    from multigrain.platform.ray.sweep import expand_sweep, plan_trials, validate_trials
+    from multigrain.platform.ray.sweep_options import parse_grid, parse_resources, with_gpus_per_trial
     from multigrain.platform.ray.sweep_report import print_summary
 
     # everything that can be wrong is found before Ray starts or anything is scheduled

@@ -20,8 +20,8 @@ from multigrain.platform.ray.archives import check_archives
 from multigrain.platform.ray.cluster import cluster_resources, patient_serve_defaults
 from multigrain.platform.ray.evaluate import evaluator_pool
 from multigrain.platform.ray.serve import start_service
-from multigrain.platform.ray.sweep import (Trial, expand_sweep, parse_grid, run_sweep, trial_resources,
-                                           with_gpus_per_trial)
+from multigrain.platform.ray.sweep import Trial, expand_sweep, run_sweep, trial_resources
+from multigrain.platform.ray.sweep_options import parse_grid, with_gpus_per_trial
 from multigrain.platform.ray.sweep_report import summarize
 from tests.conftest import ROOT, mlflow_runs, resume_tagger_spec, write_spec
 from tests.platform.distributed.ray_head import free_port
