@@ -41,7 +41,8 @@ even where it ran on an idle core). The ratios are given for both.
         [--batch-size 16] [--compile] [--pack-targets] [--out benchmarks/results/train_throughput.json]
 
 ``--pack-targets`` gives the translators' decoder ``pack_targets: true`` (its layers compute the
-non-padding target positions alone; ours and bare alike, Marian as it is).
+non-padding target positions alone and its tied table's gradient is made once; ours and bare alike,
+Marian as it is).
 
 ``--compile`` adds a fourth system, ``ours_compiled``: our ``Trainer`` with ``trainer.compile: true``
 (the training forward through ``torch.compile``, dynamic shapes), timed after the same warm-up

@@ -87,8 +87,8 @@ local wmt22 = data + '/wmt22_generaltest_zh_en/generaltest2022.zh-en';
   // "Why the base translator learned nothing"), and
   // `dropout` for both dropouts (0 where the budget is about one pass over the data: each pair
   // is seen once or twice, the model underfits, dropout only slows it), and `pack_targets` (the
-  // decoder's layers compute only the non-padding target positions in training: the same function,
-  // other dropout draws, ~10 % less CPU per step of `small`; RESULTS.md, "Trainer throughput").
+  // decoder's layers compute only the non-padding target positions in training and its tied table's
+  // gradient is made once: the same function, other dropout draws; RESULTS.md, "Trainer throughput").
   // Fields left out keep the size's value.
   recipes:: {
     fast: { pre_norm: true, lr: 1e-3, warmup_steps: 500, dropout: null, scale_embeddings: false,

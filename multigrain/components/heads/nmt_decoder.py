@@ -19,8 +19,10 @@ loss. The projection onto the vocabulary is about a quarter of the small transla
 products, and a third of its target positions are padding in length-bucketed batches of 16.
 With ``pack_targets`` as well, the whole decoder runs on those N rows in training: embedding,
 projections, FFN, LayerNorms and dropout on ``[N, d]``, only the attention on the ``[B, T]``
-layout (``RealRows``). The same function of the weights (tested); the dropout masks are drawn
-for N rows instead of B * T, so a run with it is not the same float sequence as one without:
+layout (``RealRows``), and the table's gradient is made once, the lookup's rows added into the
+projection's ``[V, d]`` gradient (``components/nn/tied_embedding.py``). The same function of the
+weights (tested); the dropout masks are drawn for N rows instead of B * T and a token's gradient
+rows are added in another order, so a run with it is not the same float sequence as one without:
 off by default, so that no shipped spec's results change.
 
 Incremental decoding (beam search, ``components/nn/beam_search.py``): the cross-attention keys
@@ -46,6 +48,7 @@ from multigrain.components.nn.decoder_layer import KeyValues, PostNormDecoderLay
 from multigrain.components.nn.key_value_cache import KeyValueCache
 from multigrain.components.nn.positions import sinusoidal_positions
 from multigrain.components.nn.sequence import RealRows
+from multigrain.components.nn.tied_embedding import TiedGradient, tied_lookup, tied_projection
 from multigrain.components.nn.transformer_layer import final_norm
 from multigrain.platform.kinds import Head
 
@@ -102,10 +105,12 @@ class NmtDecoder(Head):
         self.pre_norm, self.pack_targets = pre_norm, pack_targets
 
     # pieces ------------------------------------------------------------------------------------
-    def embed(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        """``[..., T]`` token ids at ``positions`` (broadcastable to them) -> ``[..., T, d]``."""
-        x = self.embedding(tokens) * math.sqrt(self.dim) + sinusoidal_positions(positions, self.dim)
-        return self.dropout(x)
+    def embed(self, tokens: torch.Tensor, positions: torch.Tensor,
+              vectors: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """``[..., T]`` token ids at ``positions`` (broadcastable to them) -> ``[..., T, d]``
+        (``vectors``: their rows of the table, looked up by the caller)."""
+        vectors = self.embedding(tokens) if vectors is None else vectors
+        return self.dropout(vectors * math.sqrt(self.dim) + sinusoidal_positions(positions, self.dim))
 
     def logits(self, x: torch.Tensor) -> torch.Tensor:
         """Tied output projection: ``[..., d] -> [..., V]``."""
@@ -136,10 +141,12 @@ class NmtDecoder(Head):
         B, T = target_input.shape
         packed = target_output is not None and target_positions is not None
         rows = RealRows(target_positions, B, T) if packed and self.pack_targets else None
+        tied = TiedGradient() if rows is not None else None
         if rows is None:
             x = self.embed(target_input, torch.arange(T, device=target_input.device).unsqueeze(0))
         else:  # [N, d]: each real token at its position t = index mod T
-            x = self.embed(rows.gather(target_input), target_positions % T)
+            tokens = rows.gather(target_input)
+            x = self.embed(tokens, target_positions % T, tied_lookup(self.embedding.weight, tokens, tied))
         causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril().view(1, 1, T, T)
         memory_mask = attention_mask(1, None, source_mask).unsqueeze(1)  # [B, 1, 1, S]
         for layer, memory in zip(self.layers, self.memory(states)):
@@ -148,7 +155,7 @@ class NmtDecoder(Head):
         if packed:  # the N non-padding rows alone: [N, d] and [N]
             h = h if rows is not None else h.flatten(0, 1).index_select(0, target_positions)
             targets = target_output.flatten().index_select(0, target_positions)
-        logits = self.logits(h)
+        logits = self.logits(h) if tied is None else tied_projection(h, self.embedding.weight, tied)
         out = {} if packed else {"logits": logits}
         if target_output is not None:
             out["loss"] = self.loss(logits, targets)
