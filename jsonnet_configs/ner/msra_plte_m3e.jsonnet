@@ -1,4 +1,4 @@
-// MSRA NER. PLTE[m3e]: PLTE over m3e-small's character states and the jieba-lexicon words, BiGRU-CRF decoder.
+// MSRA NER. PLTE[m3e]: PLTE over m3e-small's character states and the jieba-lexicon words, softmax head (the paper's §5.2).
 // m3e-small is 4 layers of 512 (the papers' BERT: 12 of 768). Needs pip install 'multigrain[m3e]'.
 // Settings and their sources: ../lib/ner_models.libsonnet. MLflow experiment: ner/msra.
 local models = import '../lib/ner_models.libsonnet';
