@@ -2,6 +2,7 @@
 that is stopped without ``ray stop``)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -17,11 +18,20 @@ from typing import Any, Optional
 from multigrain.platform.ray.jobs import jobs_api
 
 
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct TCP ports of 127.0.0.1 that nothing listens on now. The sockets are held
+    open together while the ports are chosen: ports picked one at a time can repeat (each is free
+    again once its socket closes), and Ray refuses a head given one port for two components."""
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+
+
 def free_port() -> int:
     """A TCP port of 127.0.0.1 that nothing listens on now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
 
 
 @dataclass
@@ -55,13 +65,14 @@ class LocalHead:
               cwd: Optional[str] = None, timeout: float = 90.0) -> "LocalHead":
         owns = temp_dir is None
         temp_dir = temp_dir or tempfile.mkdtemp(prefix="mgray-", dir="/tmp")  # short: socket paths
-        head = cls(temp_dir, free_port(), free_port(), owns_temp_dir=owns, extra_env=dict(env or {}))
+        port, dashboard_port, client_port, agent_port, runtime_env_port, metrics_port = free_ports(6)
+        head = cls(temp_dir, port, dashboard_port, owns_temp_dir=owns, extra_env=dict(env or {}))
         ray_bin = Path(sys.executable).with_name("ray")
         cmd = [str(ray_bin), "start", "--head", "--block", f"--port={head.port}",
                f"--dashboard-port={head.dashboard_port}", "--dashboard-host=127.0.0.1", "--include-dashboard=true",
                f"--temp-dir={temp_dir}", f"--num-cpus={num_cpus}", "--num-gpus=0", "--disable-usage-stats",
-               f"--ray-client-server-port={free_port()}", f"--dashboard-agent-listen-port={free_port()}",
-               f"--runtime-env-agent-port={free_port()}", f"--metrics-export-port={free_port()}"]
+               f"--ray-client-server-port={client_port}", f"--dashboard-agent-listen-port={agent_port}",
+               f"--runtime-env-agent-port={runtime_env_port}", f"--metrics-export-port={metrics_port}"]
         full_env = dict(os.environ)
         full_env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{full_env.get('PATH', '')}"
         full_env["RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S"] = "0"

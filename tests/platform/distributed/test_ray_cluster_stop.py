@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.platform.distributed.ray_head import free_port
+from tests.platform.distributed.ray_head import free_ports
 
 ROOT = Path(__file__).resolve().parents[3]
 START = ROOT / "ray_cluster" / "start_own_ray.sh"
@@ -21,10 +21,10 @@ ENV = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), o
 
 
 def start_head(temp_dir: str, pidfile: Path) -> int:
-    port = free_port()
-    ports = [f"--ray-client-server-port={free_port()}", f"--node-manager-port={free_port()}",
-             f"--object-manager-port={free_port()}", f"--dashboard-agent-listen-port={free_port()}"]
-    lo = free_port() // 100 * 100  # a private range of worker ports
+    port, client, node_manager, object_manager, agent, workers = free_ports(6)
+    ports = [f"--ray-client-server-port={client}", f"--node-manager-port={node_manager}",
+             f"--object-manager-port={object_manager}", f"--dashboard-agent-listen-port={agent}"]
+    lo = workers // 100 * 100  # a private range of worker ports
     out = subprocess.run(["bash", str(START), str(pidfile), "--head", f"--port={port}", f"--temp-dir={temp_dir}",
                           "--include-dashboard=false", "--num-cpus=1", "--disable-usage-stats",
                           "--node-ip-address=127.0.0.1", f"--min-worker-port={lo}", f"--max-worker-port={lo + 50}",
