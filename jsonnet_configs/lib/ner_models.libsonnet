@@ -104,6 +104,13 @@ local ner = import 'ner.libsonnet';
     embedder: { type: 'backbone_lattice', backbone: $.m3e, output_dim: 128, word_dim: 50, dropout: 0.1 },
     head: { type: 'softmax_tagger', dropout: 0.1, constrained: true },
   },
+  // Lattice LSTM[BERT] (PLTE paper §5.2, its Tables 1-3): the Lattice LSTM over the backbone's
+  // character states projected to its 100 (the char + bigram width it reads above) and the
+  // lexicon words' own embeddings; its BiLSTM and dropout as above; a softmax head, as PLTE[m3e].
+  lattice_lstm_m3e(dataset):: $.lattice_lstm(dataset) + {
+    embedder: { type: 'backbone_lattice', backbone: $.m3e, output_dim: 100, word_dim: 50, dropout: 0.1 },
+    head: { type: 'softmax_tagger', dropout: 0.1, constrained: true },
+  },
   // BiG-Transformer (BERT) (BiG paper Table IV): the bipartite layers over the backbone's states.
   big_m3e(dataset):: $.big(dataset) + { embedder: $.m3e, encoder+: { hidden_size: 256 } },
 
@@ -150,6 +157,7 @@ local ner = import 'ner.libsonnet';
     softmax_m3e(d):: $.finetune($.m3e_epochs_of(d)),
     plte_m3e(d):: $.finetune($.m3e_epochs_of(d)),
     big_m3e(d):: $.finetune($.m3e_epochs_of(d)),
+    lattice_lstm_m3e(d):: $.finetune($.m3e_epochs_of(d)),
   },
   m3e_epochs:: { resume: 3, weibo: 5, msra: 2 },
   m3e_epochs_of(dataset):: if std.isString(dataset) then $.m3e_epochs[dataset] else 3,
@@ -163,8 +171,8 @@ local ner = import 'ner.libsonnet';
     patience: 3,
     validation_metric: '+f1',
   },
-  batch_size:: { tagger_m3e: 16, softmax_m3e: 16, plte_m3e: 16, big_m3e: 16, bilstm_crf: 32, transformer: 32, star: 32, big: 16, bilstm_big: 16, plte: 16, plte_sgd: 16, lattice_lstm: 8 },
-  lattice_models:: ['lattice_lstm', 'plte', 'plte_sgd', 'big', 'bilstm_big', 'plte_m3e', 'big_m3e'],
+  batch_size:: { tagger_m3e: 16, softmax_m3e: 16, plte_m3e: 16, big_m3e: 16, lattice_lstm_m3e: 16, bilstm_crf: 32, transformer: 32, star: 32, big: 16, bilstm_big: 16, plte: 16, plte_sgd: 16, lattice_lstm: 8 },
+  lattice_models:: ['lattice_lstm', 'plte', 'plte_sgd', 'big', 'bilstm_big', 'plte_m3e', 'big_m3e', 'lattice_lstm_m3e'],
 
   // Pretrained vectors: `<model>_vec` is `<model>` whose embeddings start from the char, bigram
   // and word vectors in the directory given by the ext var `vectors` (chars.vec, bigrams.vec,
