@@ -1,0 +1,170 @@
+"""Task-adaptive pre-training of m3e-small (Gururangan et al. 2020, "Don't Stop Pretraining"): more
+masked-language-model training of the backbone on a task's own training text, then fine-tuning
+from the result. A probe toward issue 41's Resume PLTE[m3e] >= 95.4: m3e-small is
+uer/chinese_roberta_L-4_H-512 tuned for sentence embeddings (mean-pooled), so its character
+states may have drifted from what token-level tagging wants.
+
+The text: the characters of each sentence of the given files (CoNLL / BMES: the first column of
+each line, a blank line ends a sentence; training splits only), indexed one id per character as
+the ``hf_transformer`` embedder indexes them (the token as is, else lower-cased, else [UNK]).
+Sentences are packed whole into rows of at most ``--block`` ids, ``[CLS] s_1 [SEP] s_2 [SEP] ..``
+(a longer sentence is cut into pieces of ``block - 2``). Each epoch draws new masks (dynamic
+masking, BERT's recipe): 15 % of the non-special positions are predicted, 80 % of them replaced by
+[MASK], 10 % by a random token, 10 % kept. The MLM head (``BertForMaskedLM``'s transform and the
+decoder tied to the input embeddings) starts from its initialiser: m3e-small ships the encoder only.
+It scores the predicted positions alone (the vocabulary projection of all positions would be most
+of a step's work).
+
+AdamW at ``--lr`` with linear warm-up over 6 % of the steps and linear decay, clipping at 1. The
+encoder alone (``BertModel``) is saved to ``--out`` with m3e-small's tokenizer files, so a spec
+reads it with ``-o model.embedder.backbone.model_path=OUT`` (for the ``*_m3e`` NER specs)::
+
+    python benchmarks/tapt_m3e.py --text ../shared/data/resume_ner/train.char.bmes --out runs/m3e_tapt_resume
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from multigrain.components.embedders.hf_transformer import read_vocabulary, resolve_model_path  # noqa: E402
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
+
+
+def read_sentences(path: Path) -> list[list[str]]:
+    sentences, current = [], []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        token = line.split()[0] if line.strip() else None
+        if token is None:
+            if current:
+                sentences.append(current)
+            current = []
+        else:
+            current.append(token)
+    if current:
+        sentences.append(current)
+    return sentences
+
+
+def pack(sentences: list[list[int]], block: int, cls: int, sep: int) -> list[list[int]]:
+    """Rows of at most ``block`` ids: [CLS] then whole sentences each followed by [SEP]."""
+    pieces = [s[i:i + block - 2] for s in sentences for i in range(0, len(s), block - 2)]
+    rows, row = [], [cls]
+    for piece in pieces:
+        if len(row) + len(piece) + 1 > block:
+            rows.append(row)
+            row = [cls]
+        row.extend(piece + [sep])
+    if len(row) > 1:
+        rows.append(row)
+    return rows
+
+
+def mask_batch(ids: torch.Tensor, special: torch.Tensor, mask_id: int, vocab_size: int, rate: float,
+               generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """(inputs, labels): labels -100 except at the chosen positions; BERT's 80/10/10 replacement."""
+    chosen = (torch.rand(ids.shape, generator=generator) < rate) & ~special
+    labels = ids.masked_fill(~chosen, -100)
+    draw = torch.rand(ids.shape, generator=generator)
+    inputs = ids.masked_fill(chosen & (draw < 0.8), mask_id)
+    random_tokens = torch.randint(vocab_size, ids.shape, generator=generator)
+    swap = chosen & (draw >= 0.8) & (draw < 0.9)
+    inputs = torch.where(swap, random_tokens, inputs)
+    return inputs, labels
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--text", nargs="+", required=True, help="CoNLL/BMES training files")
+    p.add_argument("--model", default="package:embedding/m3e-small")
+    p.add_argument("--out", required=True)
+    p.add_argument("--epochs", type=int, default=20)
+    p.add_argument("--lr", type=float, default=1e-4)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--block", type=int, default=128)
+    p.add_argument("--mask-rate", type=float, default=0.15)
+    p.add_argument("--seed", type=int, default=13)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--max-sentences", type=int, default=None, help="the first N sentences only (a rehearsal)")
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    from transformers import BertForMaskedLM
+
+    source = resolve_model_path(args.model)
+    token_ids, _ = read_vocabulary(source, args.model)
+    unk = token_ids["[UNK]"]
+
+    def index(token: str) -> int:
+        return token_ids.get(token, token_ids.get(token.lower(), unk))
+
+    sentences = [s for path in args.text for s in read_sentences(Path(path))][:args.max_sentences]
+    ids = [[index(t) for t in s] for s in sentences]
+    cls, sep, pad, mask_id = (token_ids[t] for t in ("[CLS]", "[SEP]", "[PAD]", "[MASK]"))
+    rows = pack(ids, args.block, cls, sep)
+    model = BertForMaskedLM.from_pretrained(str(source), local_files_only=True)
+    vocab_size = model.config.vocab_size
+    steps_per_epoch = math.ceil(len(rows) / args.batch_size)
+    total = steps_per_epoch * args.epochs
+    warmup = max(1, round(0.06 * total))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: (s + 1) / warmup if s < warmup else max(0.0, (total - s) / max(1, total - warmup)))
+    generator = torch.Generator().manual_seed(args.seed)
+    chars = sum(map(len, ids))
+    print(f"{len(sentences)} sentences, {chars} characters ({sum(i == unk for s in ids for i in s)} [UNK]), "
+          f"{len(rows)} rows of <= {args.block}, {steps_per_epoch} steps an epoch, {args.epochs} epochs", flush=True)
+    model.train()
+    started, history = time.time(), []
+    for epoch in range(args.epochs):
+        order = torch.randperm(len(rows), generator=generator).tolist()
+        loss_sum, predicted, correct = torch.zeros(()), 0, 0
+        for start in range(0, len(order), args.batch_size):
+            batch = [rows[i] for i in order[start:start + args.batch_size]]
+            width = max(map(len, batch))
+            x = torch.tensor([r + [pad] * (width - len(r)) for r in batch])
+            attention = x != pad
+            special = (x == cls) | (x == sep) | ~attention
+            inputs, labels = mask_batch(x, special, mask_id, vocab_size, args.mask_rate, generator)
+            target = labels != -100
+            states = model.bert(input_ids=inputs, attention_mask=attention.long()).last_hidden_state
+            logits = model.cls(states[target])  # the vocabulary scores of the predicted positions only
+            loss = torch.nn.functional.cross_entropy(logits, labels[target])
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            loss_sum += loss.detach() * target.sum()
+            predicted += int(target.sum())
+            correct += int((logits.detach().argmax(-1) == labels[target]).sum())
+        row = {"epoch": epoch + 1, "mlm_loss": round(float(loss_sum) / max(1, predicted), 4),
+               "masked_accuracy": round(correct / max(1, predicted), 4), "seconds": round(time.time() - started, 1)}
+        history.append(row)
+        print(json.dumps(row), flush=True)
+    out = Path(args.out)
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.bert.save_pretrained(tmp)
+    for name in TOKENIZER_FILES:
+        if (source / name).is_file():
+            shutil.copy(source / name, tmp / name)
+    (tmp / "tapt.json").write_text(json.dumps({"source": args.model, "text": args.text, "args": vars(args),
+                                               "history": history}, indent=2) + "\n", encoding="utf-8")
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

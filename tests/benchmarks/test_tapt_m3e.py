@@ -1,0 +1,66 @@
+"""benchmarks/tapt_m3e.py: sentences packed whole into rows, every character once and in order; BERT's
+masking never touches [CLS], [SEP] or padding, and replaces 80 / 10 / 10 of the chosen positions; the
+adapted encoder it saves loads as an ``hf_transformer`` backbone."""
+import json
+import subprocess
+import sys
+
+import torch
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import tapt_m3e  # noqa: E402
+
+CLS, SEP = 101, 102
+
+
+def test_rows_hold_whole_sentences_in_order_and_cut_only_the_over_long_one():
+    sentences = [[1] * 5, [2] * 3, [3] * 20, [4] * 4]
+    rows = tapt_m3e.pack(sentences, 12, CLS, SEP)
+    assert all(len(r) <= 12 and r[0] == CLS and r[-1] == SEP for r in rows)
+    flat = [i for r in rows for i in r if i not in (CLS, SEP)]
+    assert flat == [i for s in sentences for i in s]
+    assert rows[0] == [CLS] + [1] * 5 + [SEP] + [2] * 3 + [SEP]  # two sentences share a row
+    assert [CLS] + [3] * 10 + [SEP] in rows  # 20 characters: two pieces of block - 2
+
+
+def test_masking_spares_special_positions_and_replaces_as_bert_does():
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(200, 1000, (64, 128), generator=g)
+    special = torch.zeros_like(ids, dtype=torch.bool)
+    special[:, 0] = special[:, -1] = True
+    special[:8, 100:] = True  # padding
+    inputs, labels = tapt_m3e.mask_batch(ids, special, 103, 1000, 0.15, g)
+    chosen = labels != -100
+    assert not chosen[special].any()
+    assert (labels[chosen] == ids[chosen]).all() and (inputs[~chosen] == ids[~chosen]).all()
+    share = chosen.sum() / (~special).sum()
+    assert abs(share - 0.15) < 0.01
+    masked = (inputs[chosen] == 103).float().mean()
+    kept = (inputs[chosen] == ids[chosen]).float().mean()
+    assert abs(masked - 0.8) < 0.03 and abs(kept - 0.1) < 0.03
+
+
+def test_the_adapted_encoder_loads_as_a_backbone(tmp_path):
+    from multigrain.components.embedders.hf_transformer import HfTransformer
+    from tests.conftest import tiny_bert
+
+    text = "我在北京大学读书今年二十岁他住在上海市浦东新区喜欢看书和跑步"
+    source = tiny_bert(tmp_path / "tiny", text)
+    data = tmp_path / "train.char.bmes"
+    data.write_text("".join(f"{c} O\n" + ("\n" if i % 7 == 6 else "") for i, c in enumerate(text)), encoding="utf-8")
+    out = tmp_path / "adapted"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "tapt_m3e.py"), "--model", source, "--text", str(data),
+                    "--out", str(out), "--epochs", "2", "--batch-size", "2", "--block", "16"],
+                   check=True, capture_output=True, timeout=300)
+    history = json.loads((out / "tapt.json").read_text(encoding="utf-8"))["history"]
+    assert [h["epoch"] for h in history] == [1, 2]
+    backbone = HfTransformer(str(out), special_tokens=True)
+    before = HfTransformer(source, special_tokens=True)
+    moved = [not torch.equal(a, b) for (_, a), (_, b) in zip(backbone.model.named_parameters(),
+                                                             before.model.named_parameters())]
+    assert any(moved)  # the encoder was trained, not copied
+    ids = torch.tensor([backbone.index(list("我在北京"))])
+    assert backbone(chars=ids, mask=torch.ones_like(ids, dtype=torch.bool)).shape == (1, 4, 32)
