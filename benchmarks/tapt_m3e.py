@@ -4,9 +4,11 @@ from the result. A probe toward issue 41's Resume PLTE[m3e] >= 95.4: m3e-small i
 uer/chinese_roberta_L-4_H-512 tuned for sentence embeddings (mean-pooled), so its character
 states may have drifted from what token-level tagging wants.
 
-The text: the characters of each sentence of the given files (CoNLL / BMES: the first column of
-each line, a blank line ends a sentence; training splits only), indexed one id per character as
-the ``hf_transformer`` embedder indexes them (the token as is, else lower-cased, else [UNK]).
+The text: the characters (field ``chars``) of each sentence of the given files, read by the
+registered reader ``--reader`` (default ``resume_ner``; training splits only), indexed one id per
+character as the ``hf_transformer`` embedder indexes them (``index_tokens``). A file that does
+not read (missing, a malformed line) is one error naming it and its line, exit code 2, and
+nothing is written.
 Sentences are packed whole into rows of at most ``--block`` ids, ``[CLS] s_1 [SEP] s_2 [SEP] ..``
 (a longer sentence is cut into pieces of ``block - 2``). Each epoch draws new masks (dynamic
 masking, BERT's recipe): 15 % of the non-special positions are predicted, 80 % of them replaced by
@@ -36,24 +38,21 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from multigrain.components.embedders.hf_transformer import read_vocabulary, resolve_model_path  # noqa: E402
+from multigrain.components.embedders.hf_transformer import (  # noqa: E402
+    index_tokens, read_vocabulary, resolve_model_path)
+from multigrain.platform.errors import DataError, MultigrainError  # noqa: E402
+from multigrain.platform.kinds import Reader  # noqa: E402
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
 
 
-def read_sentences(path: Path) -> list[list[str]]:
-    sentences, current = [], []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        token = line.split()[0] if line.strip() else None
-        if token is None:
-            if current:
-                sentences.append(current)
-            current = []
-        else:
-            current.append(token)
-    if current:
-        sentences.append(current)
-    return sentences
+def read_sentences(reader_name: str, paths: list[str]) -> list[list[str]]:
+    """The ``chars`` of every sentence of ``paths``, read by the registered reader ``reader_name``."""
+    reader = Reader.by_name(reader_name)()
+    for path in paths:
+        if not Path(path).is_file():
+            raise DataError(path, None, "no such file")
+    return [list(instance["chars"]) for path in paths for instance in reader.read(path)]
 
 
 def pack(sentences: list[list[int]], block: int, cls: int, sep: int) -> list[list[int]]:
@@ -83,9 +82,19 @@ def mask_batch(ids: torch.Tensor, special: torch.Tensor, mask_id: int, vocab_siz
     return inputs, labels
 
 
-def main() -> None:
+def main() -> int:
+    try:
+        adapt(parse_args())
+    except MultigrainError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--text", nargs="+", required=True, help="CoNLL/BMES training files")
+    p.add_argument("--text", nargs="+", required=True, help="training files of the reader")
+    p.add_argument("--reader", default="resume_ner", help="a registered reader giving a chars field")
     p.add_argument("--model", default="package:embedding/m3e-small")
     p.add_argument("--out", required=True)
     p.add_argument("--epochs", type=int, default=20)
@@ -96,7 +105,10 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--max-sentences", type=int, default=None, help="the first N sentences only (a rehearsal)")
-    args = p.parse_args()
+    return p.parse_args()
+
+
+def adapt(args: argparse.Namespace) -> None:
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     from transformers import BertForMaskedLM
@@ -104,12 +116,8 @@ def main() -> None:
     source = resolve_model_path(args.model)
     token_ids, _ = read_vocabulary(source, args.model)
     unk = token_ids["[UNK]"]
-
-    def index(token: str) -> int:
-        return token_ids.get(token, token_ids.get(token.lower(), unk))
-
-    sentences = [s for path in args.text for s in read_sentences(Path(path))][:args.max_sentences]
-    ids = [[index(t) for t in s] for s in sentences]
+    sentences = read_sentences(args.reader, args.text)[:args.max_sentences]
+    ids = [index_tokens(token_ids, s) for s in sentences]
     cls, sep, pad, mask_id = (token_ids[t] for t in ("[CLS]", "[SEP]", "[PAD]", "[MASK]"))
     rows = pack(ids, args.block, cls, sep)
     model = BertForMaskedLM.from_pretrained(str(source), local_files_only=True)
@@ -167,4 +175,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,6 +1,7 @@
 """benchmarks/tapt_m3e.py: sentences packed whole into rows, every character once and in order; BERT's
 masking never touches [CLS], [SEP] or padding, and replaces 80 / 10 / 10 of the chosen positions; the
-adapted encoder it saves loads as an ``hf_transformer`` backbone."""
+adapted encoder it saves loads as an ``hf_transformer`` backbone; a text file that does not read is one
+error naming it (and its line), exit code 2, nothing written."""
 import json
 import subprocess
 import sys
@@ -64,3 +65,25 @@ def test_the_adapted_encoder_loads_as_a_backbone(tmp_path):
     assert any(moved)  # the encoder was trained, not copied
     ids = torch.tensor([backbone.index(list("我在北京"))])
     assert backbone(chars=ids, mask=torch.ones_like(ids, dtype=torch.bool)).shape == (1, 4, 32)
+
+
+def run_tapt(*args, timeout=300):
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "tapt_m3e.py"), *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_a_missing_or_malformed_text_file_is_one_error_naming_it_and_nothing_is_written(tmp_path):
+    from tests.conftest import tiny_bert
+
+    source = tiny_bert(tmp_path / "tiny", "我在北京")
+    out = tmp_path / "adapted"
+    missing = tmp_path / "absent.bmes"
+    done = run_tapt("--model", source, "--text", str(missing), "--out", str(out))
+    assert done.returncode == 2 and done.stderr.strip().splitlines()[-1] == f"error: {missing}: no such file"
+    bad = tmp_path / "bad.bmes"
+    bad.write_text("我 O\n在 O extra\n", encoding="utf-8")
+    done = run_tapt("--model", source, "--text", str(bad), "--out", str(out))
+    assert done.returncode == 2
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: {bad}:2: expected 2 columns") and "Traceback" not in done.stderr
+    assert not out.exists() and not (tmp_path / "adapted.tmp").exists()

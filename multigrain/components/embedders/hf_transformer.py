@@ -85,13 +85,7 @@ class HfTransformer(TokenEmbedder):
 
     def index(self, tokens: list[str]) -> list[int]:
         """One id per token (``[CLS]``/``[SEP]`` map to the model's own)."""
-        ids, table, unk = [], self.token_ids, self.unk
-        for t in tokens:
-            i = table.get(t)
-            if i is None and self.lowercase:
-                i = table.get(t.lower())
-            ids.append(unk if i is None else i)
-        return ids
+        return index_tokens(self.token_ids, tokens, self.lowercase)
 
     @property
     def max_characters(self) -> int:
@@ -160,6 +154,18 @@ class HfTransformer(TokenEmbedder):
 
 
 PACKAGE_PREFIX = "package:"
+
+
+def index_tokens(token_ids: dict[str, int], tokens: list[str], lowercase: bool = True) -> list[int]:
+    """One id per token of a vocabulary (``read_vocabulary``): the token as is, else lower-cased
+    (``lowercase``), else ``[UNK]``."""
+    ids, unk = [], token_ids["[UNK]"]
+    for t in tokens:
+        i = token_ids.get(t)
+        if i is None and lowercase:
+            i = token_ids.get(t.lower())
+        ids.append(unk if i is None else i)
+    return ids
 
 
 def resolve_model_path(model_path: str) -> Path:
