@@ -91,25 +91,27 @@ local ner = import 'ner.libsonnet';
   // are read in overlapping windows (models/tagger.py). pieces: 'wordpiece' would read the
   // tokenizer's own pieces instead (embedders/piece_alignment.py).
   m3e:: { type: 'hf_transformer', model_path: 'package:embedding/m3e-small', special_tokens: true },
+  // lattice tokens over the backbone: its character states and the words' own embeddings, both to `d`
+  m3e_lattice(d):: { type: 'backbone_lattice', backbone: $.m3e, output_dim: d, word_dim: 50, dropout: 0.1 },
+  // (constrained: the most probable path of softmax scores that keeps the tag scheme's transitions)
+  softmax_head:: { type: 'softmax_tagger', dropout: 0.1, constrained: true },
   // BERT-Tagger: the backbone + CRF (tagger_m3e) or + softmax (softmax_m3e)
   tagger_m3e(dataset):: { type: 'tagger', embedder: $.m3e, head: { type: 'crf' } },
-  // (constrained: the most probable path of softmax scores that keeps the tag scheme's transitions)
-  softmax_m3e(dataset):: { type: 'tagger', embedder: $.m3e,
-                           head: { type: 'softmax_tagger', dropout: 0.1, constrained: true } },
+  softmax_m3e(dataset):: { type: 'tagger', embedder: $.m3e, head: $.softmax_head },
   // PLTE[BERT] (PLTE paper §5.2: "replace character embeddings with the pre-trained BERT
   // representations, and use softmax layer to make sequence tagging"): the backbone's character
   // states (dropout 0.1, BERT's) projected to PLTE's 128 and the lexicon words' own embeddings as
   // lattice tokens; PLTE's encoder as above; a softmax head.
   plte_m3e(dataset):: $.plte(dataset) + {
-    embedder: { type: 'backbone_lattice', backbone: $.m3e, output_dim: 128, word_dim: 50, dropout: 0.1 },
-    head: { type: 'softmax_tagger', dropout: 0.1, constrained: true },
+    embedder: $.m3e_lattice(128),
+    head: $.softmax_head,
   },
   // Lattice LSTM[BERT] (PLTE paper §5.2, its Tables 1-3): the Lattice LSTM over the backbone's
   // character states projected to its 100 (the char + bigram width it reads above) and the
   // lexicon words' own embeddings; its BiLSTM and dropout as above; a softmax head, as PLTE[m3e].
   lattice_lstm_m3e(dataset):: $.lattice_lstm(dataset) + {
-    embedder: { type: 'backbone_lattice', backbone: $.m3e, output_dim: 100, word_dim: 50, dropout: 0.1 },
-    head: { type: 'softmax_tagger', dropout: 0.1, constrained: true },
+    embedder: $.m3e_lattice(100),
+    head: $.softmax_head,
   },
   // BiG-Transformer (BERT) (BiG paper Table IV): the bipartite layers over the backbone's states.
   big_m3e(dataset):: $.big(dataset) + { embedder: $.m3e, encoder+: { hidden_size: 256 } },
