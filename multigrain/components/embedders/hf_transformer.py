@@ -20,6 +20,10 @@ per character: ``2017`` is one piece, a space none; every character still gets a
 its piece (``embedders/piece_alignment.py``: a dropped character gets an ``[UNK]`` position of
 its own) plus a learned vector of its place in the piece (single / first / inside / last).
 The tagger asks for the pieces with :meth:`piece_batch`.
+
+``layer_mix: true`` returns a learned weighted sum of every layer's states, the embeddings' included
+(``nn/scalar_mix.py``, ELMo's scalar mix), instead of the last layer's: for a backbone tuned for
+sentence embeddings (m3e) the last layer need not be the best for tagging.
 """
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ import torch
 from torch import nn
 
 from multigrain.components.embedders.piece_alignment import align, char_spans, piece_place
+from multigrain.components.nn.scalar_mix import ScalarMix
 from multigrain.platform.batching import pad_ids
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.kinds import TokenEmbedder
@@ -42,11 +47,12 @@ SPECIAL = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
 @TokenEmbedder.register("hf_transformer")
 class HfTransformer(TokenEmbedder):
     """``forward(chars [B, n] ids from index(), mask [B, n], segments [B, n]) -> [B, n, hidden]``
-    (the last hidden layer); with ``piece_ids`` (``pieces: wordpiece``) the characters' states
+    (the last hidden layer, or the mix of all with ``layer_mix``); with ``piece_ids`` (``pieces: wordpiece``) the characters' states
     ``[B, n, hidden]`` gathered from the pieces' ones."""
 
     def __init__(self, model_path: str, freeze: bool = False, lowercase: bool = True,
-                 special_tokens: bool = False, pieces: Literal["chars", "wordpiece"] = "chars"):
+                 special_tokens: bool = False, pieces: Literal["chars", "wordpiece"] = "chars",
+                 layer_mix: bool = False):
         super().__init__()
         path = resolve_model_path(model_path)
         self.token_ids, vocab_file = read_vocabulary(path, model_path)
@@ -72,6 +78,7 @@ class HfTransformer(TokenEmbedder):
             self.tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
             self.place = nn.Embedding(4, self.get_output_dim())
             nn.init.zeros_(self.place.weight)
+        self.layer_mix = ScalarMix(int(self.model.config.num_hidden_layers) + 1) if layer_mix else None
         if freeze:
             for p in self.model.parameters():
                 p.requires_grad_(False)
@@ -134,8 +141,9 @@ class HfTransformer(TokenEmbedder):
             raise ValueError(f"a row of {ids.shape[1]} positions; the backbone has {self.max_length} "
                              f"(the tagger reads longer sentences in windows)")
         out = self.model(input_ids=ids, attention_mask=mask.long(),
-                         token_type_ids=segments if segments is not None else torch.zeros_like(ids))
-        states = out.last_hidden_state
+                         token_type_ids=segments if segments is not None else torch.zeros_like(ids),
+                         output_hidden_states=self.layer_mix is not None)
+        states = out.last_hidden_state if self.layer_mix is None else self.layer_mix(out.hidden_states)
         return states[:, 1: m + 1] if self.special_tokens else states
 
     def forward(self, chars: torch.Tensor, mask: torch.Tensor, segments: Optional[torch.Tensor] = None,
