@@ -24,9 +24,9 @@ local scaled_150k = ['+model.encoder.scale_embeddings=true', 'dataset_reader.max
     { spec: '../mt/tvsub_big_small_cpu.jsonnet', seeds: [13], resources: { cpus: 1, memory_gb: 4 } },
     // the third: the same with the encoder's input scaled as Vaswani et al. scale embeddings (sqrt(d) x the
     // character vectors, whose norm was about 1/11 of the position vectors') over the first 150,000 pairs
-    { spec: '../mt/tvsub_transformer_small_cpu.jsonnet', seeds: [13], resources: { cpus: 1, memory_gb: 4 },
+    { spec: '../mt/tvsub_transformer_small_cpu.jsonnet', seeds: [13, 14, 15], resources: { cpus: 1, memory_gb: 4 },
       configs: { 'scaled-150k': scaled_150k } },
-    { spec: '../mt/tvsub_big_small_cpu.jsonnet', seeds: [13], resources: { cpus: 1, memory_gb: 4 },
+    { spec: '../mt/tvsub_big_small_cpu.jsonnet', seeds: [13, 14, 15], resources: { cpus: 1, memory_gb: 4 },
       configs: { 'scaled-150k': scaled_150k } },
     // the base size on a GPU, one epoch of the first 280,000 pairs (Translation on a GPU: base)
     { spec: '../mt/tvsub_transformer.jsonnet', seeds: [13], resources: { cpus: 4, gpus: 0.5, memory_gb: 16 },
