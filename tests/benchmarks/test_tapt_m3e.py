@@ -44,6 +44,11 @@ def test_masking_spares_special_positions_and_replaces_as_bert_does():
     assert abs(masked - 0.8) < 0.03 and abs(kept - 0.1) < 0.03
 
 
+def run_tapt(*args, timeout=300):
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "tapt_m3e.py"), *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
 def test_the_adapted_encoder_loads_as_a_backbone(tmp_path):
     from multigrain.components.embedders.hf_transformer import HfTransformer
     from tests.conftest import tiny_bert
@@ -53,9 +58,9 @@ def test_the_adapted_encoder_loads_as_a_backbone(tmp_path):
     data = tmp_path / "train.char.bmes"
     data.write_text("".join(f"{c} O\n" + ("\n" if i % 7 == 6 else "") for i, c in enumerate(text)), encoding="utf-8")
     out = tmp_path / "adapted"
-    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "tapt_m3e.py"), "--model", source, "--text", str(data),
-                    "--out", str(out), "--epochs", "2", "--batch-size", "2", "--block", "16"],
-                   check=True, capture_output=True, timeout=300)
+    done = run_tapt("--model", source, "--text", str(data), "--out", str(out), "--epochs", "2", "--batch-size", "2",
+                    "--block", "16")
+    assert done.returncode == 0, done.stderr[-2000:]
     history = json.loads((out / "tapt.json").read_text(encoding="utf-8"))["history"]
     assert [h["epoch"] for h in history] == [1, 2]
     backbone = HfTransformer(str(out), special_tokens=True)
@@ -65,11 +70,6 @@ def test_the_adapted_encoder_loads_as_a_backbone(tmp_path):
     assert any(moved)  # the encoder was trained, not copied
     ids = torch.tensor([backbone.index(list("我在北京"))])
     assert backbone(chars=ids, mask=torch.ones_like(ids, dtype=torch.bool)).shape == (1, 4, 32)
-
-
-def run_tapt(*args, timeout=300):
-    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "tapt_m3e.py"), *args],
-                          capture_output=True, text=True, timeout=timeout)
 
 
 def test_a_missing_or_malformed_text_file_is_one_error_naming_it_and_nothing_is_written(tmp_path):
