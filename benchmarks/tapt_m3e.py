@@ -17,9 +17,13 @@ decoder tied to the input embeddings) starts from its initialiser: m3e-small shi
 It scores the predicted positions alone (the vocabulary projection of all positions would be most
 of a step's work).
 
-AdamW at ``--lr`` with linear warm-up over 6 % of the steps and linear decay, clipping at 1. The
-encoder alone (``BertModel``) is saved to ``--out`` with m3e-small's tokenizer files, so a spec
-reads it with ``-o model.embedder.backbone.model_path=OUT`` (for the ``*_m3e`` NER specs)::
+AdamW at ``--lr`` with linear warm-up over 6 % of the steps and linear decay, clipping at 1. With
+``--head-epochs K`` the first K epochs train the new head alone (AdamW at ``--head-lr``, constant),
+the encoder frozen, before the ``--epochs`` of the whole model: a random head's first gradients
+would otherwise reach the pretrained encoder (Kumar et al. 2022, "linear probing then
+fine-tuning"). Each epoch ends in a checkpoint in ``OUT.tmp``; the same command run again resumes
+from it. The encoder alone (``BertModel``) is saved to ``--out`` with m3e-small's tokenizer files,
+so a spec reads it with ``-o model.embedder.backbone.model_path=OUT`` (for the ``*_m3e`` NER specs)::
 
     python benchmarks/tapt_m3e.py --text ../shared/data/resume_ner/train.char.bmes --out runs/m3e_tapt_resume
 """
@@ -97,7 +101,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--reader", default="resume_ner", help="a registered reader giving a chars field")
     p.add_argument("--model", default="package:embedding/m3e-small")
     p.add_argument("--out", required=True)
-    p.add_argument("--epochs", type=int, default=20)
+    p.add_argument("--epochs", type=int, default=20, help="epochs of the whole model")
+    p.add_argument("--head-epochs", type=int, default=0, help="epochs of the new head alone first")
+    p.add_argument("--head-lr", type=float, default=1e-3)
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--block", type=int, default=128)
@@ -118,60 +124,97 @@ def adapt(args: argparse.Namespace) -> None:
     unk = token_ids["[UNK]"]
     sentences = read_sentences(args.reader, args.text)[:args.max_sentences]
     ids = [index_tokens(token_ids, s) for s in sentences]
-    cls, sep, pad, mask_id = (token_ids[t] for t in ("[CLS]", "[SEP]", "[PAD]", "[MASK]"))
-    rows = pack(ids, args.block, cls, sep)
+    specials = {t: token_ids[t] for t in ("[CLS]", "[SEP]", "[PAD]", "[MASK]")}
+    rows = pack(ids, args.block, specials["[CLS]"], specials["[SEP]"])
     model = BertForMaskedLM.from_pretrained(str(source), local_files_only=True)
-    vocab_size = model.config.vocab_size
     steps_per_epoch = math.ceil(len(rows) / args.batch_size)
     total = steps_per_epoch * args.epochs
     warmup = max(1, round(0.06 * total))
+    encoder_ids = {id(p) for p in model.bert.parameters()}
+    head = [p for p in model.cls.parameters() if id(p) not in encoder_ids]  # the decoder is tied to the embeddings
+    head_optimizer = torch.optim.AdamW(head, lr=args.head_lr, weight_decay=0.01)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: (s + 1) / warmup if s < warmup else max(0.0, (total - s) / max(1, total - warmup)))
     generator = torch.Generator().manual_seed(args.seed)
-    chars = sum(map(len, ids))
-    print(f"{len(sentences)} sentences, {chars} characters ({sum(i == unk for s in ids for i in s)} [UNK]), "
-          f"{len(rows)} rows of <= {args.block}, {steps_per_epoch} steps an epoch, {args.epochs} epochs", flush=True)
-    model.train()
-    started, history = time.time(), []
-    for epoch in range(args.epochs):
-        order = torch.randperm(len(rows), generator=generator).tolist()
-        loss_sum, predicted, correct = torch.zeros(()), 0, 0
-        for start in range(0, len(order), args.batch_size):
-            batch = [rows[i] for i in order[start:start + args.batch_size]]
-            width = max(map(len, batch))
-            x = torch.tensor([r + [pad] * (width - len(r)) for r in batch])
-            attention = x != pad
-            special = (x == cls) | (x == sep) | ~attention
-            inputs, labels = mask_batch(x, special, mask_id, vocab_size, args.mask_rate, generator)
-            target = labels != -100
-            states = model.bert(input_ids=inputs, attention_mask=attention.long()).last_hidden_state
-            logits = model.cls(states[target])  # the vocabulary scores of the predicted positions only
-            loss = torch.nn.functional.cross_entropy(logits, labels[target])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            loss_sum += loss.detach() * target.sum()
-            predicted += int(target.sum())
-            correct += int((logits.detach().argmax(-1) == labels[target]).sum())
-        row = {"epoch": epoch + 1, "mlm_loss": round(float(loss_sum) / max(1, predicted), 4),
-               "masked_accuracy": round(correct / max(1, predicted), 4), "seconds": round(time.time() - started, 1)}
-        history.append(row)
-        print(json.dumps(row), flush=True)
+    print(f"{len(sentences)} sentences, {sum(map(len, ids))} characters ({sum(i == unk for s in ids for i in s)} "
+          f"[UNK]), {len(rows)} rows of <= {args.block}, {steps_per_epoch} steps an epoch, {args.head_epochs} "
+          f"epochs of the head alone then {args.epochs}", flush=True)
     out = Path(args.out)
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.bert.save_pretrained(tmp)
+    work = out.with_name(out.name + ".tmp")
+    checkpoint = work / "checkpoint.pt"
+    settings = {k: v for k, v in vars(args).items() if k != "threads"}
+    state = torch.load(checkpoint, weights_only=True) if checkpoint.is_file() else None
+    if state is not None and state["settings"] == settings:
+        model.load_state_dict(state["model"])
+        head_optimizer.load_state_dict(state["head_optimizer"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        generator.set_state(state["generator"])
+        torch.set_rng_state(state["torch_rng"])
+        history, seconds = state["history"], state["seconds"]
+        print(f"resumed from {checkpoint} after epoch {len(history)}", flush=True)
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        history, seconds = [], 0.0
+    model.train()
+    for epoch in range(len(history), args.head_epochs + args.epochs):
+        started = time.time()
+        head_only = epoch < args.head_epochs
+        totals = run_epoch(model, rows, args, specials, generator, head_optimizer if head_only else optimizer,
+                           None if head_only else scheduler, frozen_encoder=head_only)
+        seconds += time.time() - started
+        history.append({"epoch": epoch + 1, "phase": "head" if head_only else "all", **totals,
+                        "seconds": round(seconds, 1)})
+        print(json.dumps(history[-1]), flush=True)
+        torch.save({"settings": settings, "model": model.state_dict(), "head_optimizer": head_optimizer.state_dict(),
+                    "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                    "generator": generator.get_state(), "torch_rng": torch.get_rng_state(), "history": history,
+                    "seconds": seconds}, work / "checkpoint.pt.part")
+        (work / "checkpoint.pt.part").replace(checkpoint)
+    model.bert.save_pretrained(work)
     for name in TOKENIZER_FILES:
         if (source / name).is_file():
-            shutil.copy(source / name, tmp / name)
-    (tmp / "tapt.json").write_text(json.dumps({"source": args.model, "text": args.text, "args": vars(args),
-                                               "history": history}, indent=2) + "\n", encoding="utf-8")
+            shutil.copy(source / name, work / name)
+    (work / "tapt.json").write_text(json.dumps({"source": args.model, "text": args.text, "args": vars(args),
+                                                "history": history}, indent=2) + "\n", encoding="utf-8")
+    checkpoint.unlink()
     shutil.rmtree(out, ignore_errors=True)
-    tmp.rename(out)
+    work.rename(out)
     print(f"wrote {out}")
+
+
+def run_epoch(model, rows: list[list[int]], args: argparse.Namespace, specials: dict, generator: torch.Generator,
+              optimizer: torch.optim.Optimizer, scheduler, frozen_encoder: bool) -> dict:
+    """One pass over ``rows`` in a fresh order with fresh masks; the MLM loss and accuracy of the pass."""
+    cls, sep, pad, mask_id = (specials[t] for t in ("[CLS]", "[SEP]", "[PAD]", "[MASK]"))
+    order = torch.randperm(len(rows), generator=generator).tolist()
+    loss_sum, predicted, correct = torch.zeros(()), 0, 0
+    for start in range(0, len(order), args.batch_size):
+        batch = [rows[i] for i in order[start:start + args.batch_size]]
+        width = max(map(len, batch))
+        x = torch.tensor([r + [pad] * (width - len(r)) for r in batch])
+        attention = x != pad
+        special = (x == cls) | (x == sep) | ~attention
+        inputs, labels = mask_batch(x, special, mask_id, model.config.vocab_size, args.mask_rate, generator)
+        target = labels != -100
+        with torch.set_grad_enabled(not frozen_encoder):
+            states = model.bert(input_ids=inputs, attention_mask=attention.long()).last_hidden_state
+        logits = model.cls(states[target])  # the vocabulary scores of the predicted positions only
+        loss = torch.nn.functional.cross_entropy(logits, labels[target])
+        optimizer.zero_grad(set_to_none=True)
+        model.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_([p for g in optimizer.param_groups for p in g["params"]], 1.0)
+        optimizer.step()
+        if scheduler is not None:
+            scheduler.step()
+        loss_sum += loss.detach() * target.sum()
+        predicted += int(target.sum())
+        correct += int((logits.detach().argmax(-1) == labels[target]).sum())
+    return {"mlm_loss": round(float(loss_sum) / max(1, predicted), 4),
+            "masked_accuracy": round(correct / max(1, predicted), 4)}
 
 
 if __name__ == "__main__":

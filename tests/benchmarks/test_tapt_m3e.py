@@ -2,6 +2,7 @@
 masking never touches [CLS], [SEP] or padding, and replaces 80 / 10 / 10 of the chosen positions; the
 adapted encoder it saves loads as an ``hf_transformer`` backbone; a text file that does not read is one
 error naming it (and its line), exit code 2, nothing written."""
+import argparse
 import json
 import subprocess
 import sys
@@ -87,3 +88,78 @@ def test_a_missing_or_malformed_text_file_is_one_error_naming_it_and_nothing_is_
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith(f"error: {bad}:2: expected 2 columns") and "Traceback" not in done.stderr
     assert not out.exists() and not (tmp_path / "adapted.tmp").exists()
+
+
+def tapt_args(source, data, out, **changes):
+    settings = dict(text=[str(data)], reader="resume_ner", model=source, out=str(out), epochs=2, head_epochs=0,
+                    head_lr=1e-3, lr=1e-4, batch_size=2, block=16, mask_rate=0.15, seed=13, threads=1,
+                    max_sentences=None)
+    settings.update(changes)
+    return argparse.Namespace(**settings)
+
+
+def tiny_text(tmp_path):
+    from tests.conftest import tiny_bert
+
+    text = "我在北京大学读书今年二十岁他住在上海市浦东新区喜欢看书和跑步"
+    source = tiny_bert(tmp_path / "tiny", text)
+    data = tmp_path / "train.char.bmes"
+    data.write_text("".join(f"{c} O\n" + ("\n" if i % 7 == 6 else "") for i, c in enumerate(text)), encoding="utf-8")
+    return source, data
+
+
+def encoder_state(path):
+    from safetensors.torch import load_file
+
+    return load_file(str(path / "model.safetensors"))
+
+
+def test_head_epochs_train_the_new_head_alone_then_the_whole_model(tmp_path, monkeypatch):
+    source, data = tiny_text(tmp_path)
+    seen = []
+    real = tapt_m3e.run_epoch
+
+    def spy(model, *a, frozen_encoder, **k):
+        before = {n: p.detach().clone() for n, p in model.named_parameters()}
+        totals = real(model, *a, frozen_encoder=frozen_encoder, **k)
+        moved = {n for n, p in model.named_parameters() if not torch.equal(before[n], p)}
+        seen.append((frozen_encoder, moved))
+        return totals
+
+    monkeypatch.setattr(tapt_m3e, "run_epoch", spy)
+    tapt_m3e.adapt(tapt_args(source, data, tmp_path / "adapted", epochs=1, head_epochs=2))
+    assert [frozen for frozen, _ in seen] == [True, True, False]
+    for frozen, moved in seen[:2]:
+        assert moved and all(n.startswith("cls.") for n in moved)  # the encoder (and the tied decoder) stayed
+        assert "cls.predictions.decoder.weight" not in moved
+    assert any(n.startswith("bert.encoder.") for n in seen[2][1])
+    history = json.loads((tmp_path / "adapted" / "tapt.json").read_text(encoding="utf-8"))["history"]
+    assert [h["phase"] for h in history] == ["head", "head", "all"]
+
+
+def test_an_interrupted_run_resumes_from_its_last_epoch_to_the_same_weights(tmp_path, monkeypatch):
+    source, data = tiny_text(tmp_path)
+    whole = tmp_path / "whole"
+    tapt_m3e.adapt(tapt_args(source, data, whole, epochs=2, head_epochs=1))
+    real, calls = tapt_m3e.run_epoch, []
+
+    def stop_in_third_epoch(*a, **k):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    resumed = tmp_path / "resumed"
+    monkeypatch.setattr(tapt_m3e, "run_epoch", stop_in_third_epoch)
+    try:
+        tapt_m3e.adapt(tapt_args(source, data, resumed, epochs=2, head_epochs=1))
+    except KeyboardInterrupt:
+        pass
+    assert not resumed.exists() and (tmp_path / "resumed.tmp" / "checkpoint.pt").is_file()
+    monkeypatch.setattr(tapt_m3e, "run_epoch", real)
+    tapt_m3e.adapt(tapt_args(source, data, resumed, epochs=2, head_epochs=1))
+    assert not (tmp_path / "resumed.tmp").exists() and not (resumed / "checkpoint.pt").exists()
+    a, b = encoder_state(whole), encoder_state(resumed)
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    history = json.loads((resumed / "tapt.json").read_text(encoding="utf-8"))["history"]
+    assert [h["epoch"] for h in history] == [1, 2, 3]
