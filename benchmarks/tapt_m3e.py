@@ -155,6 +155,9 @@ def adapt(args: argparse.Namespace) -> None:
         history, seconds = state["history"], state["seconds"]
         print(f"resumed from {checkpoint} after epoch {len(history)}", flush=True)
     else:
+        if state is not None:
+            changed = sorted(k for k in settings if state["settings"].get(k) != settings[k])
+            print(f"{checkpoint} was written with other settings ({', '.join(changed)}): starting over", flush=True)
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
         history, seconds = [], 0.0

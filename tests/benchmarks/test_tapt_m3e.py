@@ -137,7 +137,7 @@ def test_head_epochs_train_the_new_head_alone_then_the_whole_model(tmp_path, mon
     assert [h["phase"] for h in history] == ["head", "head", "all"]
 
 
-def test_an_interrupted_run_resumes_from_its_last_epoch_to_the_same_weights(tmp_path, monkeypatch):
+def test_an_interrupted_run_resumes_from_its_last_epoch_to_the_same_weights(tmp_path, monkeypatch, capsys):
     source, data = tiny_text(tmp_path)
     whole = tmp_path / "whole"
     tapt_m3e.adapt(tapt_args(source, data, whole, epochs=2, head_epochs=1))
@@ -158,8 +158,33 @@ def test_an_interrupted_run_resumes_from_its_last_epoch_to_the_same_weights(tmp_
     assert not resumed.exists() and (tmp_path / "resumed.tmp" / "checkpoint.pt").is_file()
     monkeypatch.setattr(tapt_m3e, "run_epoch", real)
     tapt_m3e.adapt(tapt_args(source, data, resumed, epochs=2, head_epochs=1))
+    assert "resumed from" in capsys.readouterr().out
     assert not (tmp_path / "resumed.tmp").exists() and not (resumed / "checkpoint.pt").exists()
     a, b = encoder_state(whole), encoder_state(resumed)
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     history = json.loads((resumed / "tapt.json").read_text(encoding="utf-8"))["history"]
     assert [h["epoch"] for h in history] == [1, 2, 3]
+
+
+def test_a_checkpoint_of_other_settings_is_named_and_not_resumed(tmp_path, monkeypatch, capsys):
+    source, data = tiny_text(tmp_path)
+    real, calls, out = tapt_m3e.run_epoch, [], tmp_path / "adapted"
+
+    def one_then_stop(*a, **k):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(tapt_m3e, "run_epoch", one_then_stop)
+    try:
+        tapt_m3e.adapt(tapt_args(source, data, out, epochs=2))
+    except KeyboardInterrupt:
+        pass
+    monkeypatch.setattr(tapt_m3e, "run_epoch", real)
+    capsys.readouterr()
+    tapt_m3e.adapt(tapt_args(source, data, out, epochs=2, lr=2e-4))
+    printed = capsys.readouterr().out
+    assert "was written with other settings (lr): starting over" in printed and "resumed from" not in printed
+    history = json.loads((out / "tapt.json").read_text(encoding="utf-8"))["history"]
+    assert [h["epoch"] for h in history] == [1, 2]
