@@ -206,8 +206,7 @@ def run_epoch(model, rows: list[list[int]], args: argparse.Namespace, specials: 
             states = model.bert(input_ids=inputs, attention_mask=attention.long()).last_hidden_state
         logits = model.cls(states[target])  # the vocabulary scores of the predicted positions only
         loss = torch.nn.functional.cross_entropy(logits, labels[target])
-        optimizer.zero_grad(set_to_none=True)
-        model.zero_grad(set_to_none=True)
+        model.zero_grad(set_to_none=True)  # also the frozen phase's tied decoder, outside its optimizer
         loss.backward()
         torch.nn.utils.clip_grad_norm_([p for g in optimizer.param_groups for p in g["params"]], 1.0)
         optimizer.step()

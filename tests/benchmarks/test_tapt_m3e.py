@@ -46,6 +46,16 @@ def test_masking_spares_special_positions_and_replaces_as_bert_does():
     assert abs(masked - 0.8) < 0.03 and abs(kept - 0.1) < 0.03
 
 
+def tiny_text(tmp_path):
+    from tests.conftest import tiny_bert
+
+    text = "我在北京大学读书今年二十岁他住在上海市浦东新区喜欢看书和跑步"
+    source = tiny_bert(tmp_path / "tiny", text)
+    data = tmp_path / "train.char.bmes"
+    data.write_text("".join(f"{c} O\n" + ("\n" if i % 7 == 6 else "") for i, c in enumerate(text)), encoding="utf-8")
+    return source, data
+
+
 def run_tapt(*args, timeout=300):
     return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "tapt_m3e.py"), *args],
                           capture_output=True, text=True, timeout=timeout)
@@ -53,12 +63,8 @@ def run_tapt(*args, timeout=300):
 
 def test_the_adapted_encoder_loads_as_a_backbone(tmp_path):
     from multigrain.components.embedders.hf_transformer import HfTransformer
-    from tests.conftest import tiny_bert
 
-    text = "我在北京大学读书今年二十岁他住在上海市浦东新区喜欢看书和跑步"
-    source = tiny_bert(tmp_path / "tiny", text)
-    data = tmp_path / "train.char.bmes"
-    data.write_text("".join(f"{c} O\n" + ("\n" if i % 7 == 6 else "") for i, c in enumerate(text)), encoding="utf-8")
+    source, data = tiny_text(tmp_path)
     out = tmp_path / "adapted"
     done = run_tapt("--model", source, "--text", str(data), "--out", str(out), "--epochs", "2", "--batch-size", "2",
                     "--block", "16")
@@ -99,20 +105,29 @@ def tapt_args(source, data, out, **changes):
     return argparse.Namespace(**settings)
 
 
-def tiny_text(tmp_path):
-    from tests.conftest import tiny_bert
-
-    text = "我在北京大学读书今年二十岁他住在上海市浦东新区喜欢看书和跑步"
-    source = tiny_bert(tmp_path / "tiny", text)
-    data = tmp_path / "train.char.bmes"
-    data.write_text("".join(f"{c} O\n" + ("\n" if i % 7 == 6 else "") for i, c in enumerate(text)), encoding="utf-8")
-    return source, data
-
-
 def encoder_state(path):
     from safetensors.torch import load_file
 
     return load_file(str(path / "model.safetensors"))
+
+
+def interrupt_after(monkeypatch, epochs: int, args):
+    """Run ``adapt(args)`` and stop it (as Ctrl-C would) when epoch ``epochs + 1`` starts."""
+    real, calls = tapt_m3e.run_epoch, []
+
+    def stopping(*a, **k):
+        calls.append(1)
+        if len(calls) > epochs:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(tapt_m3e, "run_epoch", stopping)
+        try:
+            tapt_m3e.adapt(args)
+        except KeyboardInterrupt:
+            pass
+    assert len(calls) == epochs + 1
 
 
 def test_head_epochs_train_the_new_head_alone_then_the_whole_model(tmp_path, monkeypatch):
@@ -142,22 +157,9 @@ def test_an_interrupted_run_resumes_from_its_last_epoch_to_the_same_weights(tmp_
     source, data = tiny_text(tmp_path)
     whole = tmp_path / "whole"
     tapt_m3e.adapt(tapt_args(source, data, whole, epochs=2, head_epochs=1))
-    real, calls = tapt_m3e.run_epoch, []
-
-    def stop_in_third_epoch(*a, **k):
-        calls.append(1)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        return real(*a, **k)
-
     resumed = tmp_path / "resumed"
-    monkeypatch.setattr(tapt_m3e, "run_epoch", stop_in_third_epoch)
-    try:
-        tapt_m3e.adapt(tapt_args(source, data, resumed, epochs=2, head_epochs=1))
-    except KeyboardInterrupt:
-        pass
+    interrupt_after(monkeypatch, 2, tapt_args(source, data, resumed, epochs=2, head_epochs=1))
     assert not resumed.exists() and (tmp_path / "resumed.tmp" / "checkpoint.pt").is_file()
-    monkeypatch.setattr(tapt_m3e, "run_epoch", real)
     tapt_m3e.adapt(tapt_args(source, data, resumed, epochs=2, head_epochs=1))
     assert "resumed from" in capsys.readouterr().out
     assert not (tmp_path / "resumed.tmp").exists() and not (resumed / "checkpoint.pt").exists()
@@ -169,20 +171,8 @@ def test_an_interrupted_run_resumes_from_its_last_epoch_to_the_same_weights(tmp_
 
 def test_a_checkpoint_of_other_settings_is_named_and_not_resumed(tmp_path, monkeypatch, capsys):
     source, data = tiny_text(tmp_path)
-    real, calls, out = tapt_m3e.run_epoch, [], tmp_path / "adapted"
-
-    def one_then_stop(*a, **k):
-        calls.append(1)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return real(*a, **k)
-
-    monkeypatch.setattr(tapt_m3e, "run_epoch", one_then_stop)
-    try:
-        tapt_m3e.adapt(tapt_args(source, data, out, epochs=2))
-    except KeyboardInterrupt:
-        pass
-    monkeypatch.setattr(tapt_m3e, "run_epoch", real)
+    out = tmp_path / "adapted"
+    interrupt_after(monkeypatch, 1, tapt_args(source, data, out, epochs=2))
     capsys.readouterr()
     tapt_m3e.adapt(tapt_args(source, data, out, epochs=2, lr=2e-4))
     printed = capsys.readouterr().out
