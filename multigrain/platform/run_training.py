@@ -23,6 +23,7 @@ from typing import Optional
 
 from multigrain.platform import archive as files
 from multigrain.platform import plugins, run_marker
+from multigrain.platform.adversarial import matched_parameters
 from multigrain.platform.data_parallel import DataParallel
 from multigrain.platform.devices import describe_device, pick_device, refusal
 from multigrain.platform.epoch_log import print_epoch_line
@@ -41,6 +42,10 @@ def check_data_parallel(config: TrainerConfig, data_parallel: Optional[DataParal
         raise ConfigurationError(f"trainer.workers is {config.workers}: a data-parallel training needs an "
                                  f"executor and none was given (`multigrain train` uses Ray Train; "
                                  f"Run.train(data_parallel=...)); set trainer.workers to 1 to train in this process")
+    if config.workers > 1 and config.adversarial is not None:
+        raise ConfigurationError(f"trainer.adversarial: adversarial training runs in one process, and "
+                                 f"trainer.workers is {config.workers}; set trainer.workers to 1 or remove "
+                                 f"trainer.adversarial")
 
 
 def train_run(run, resume: bool, extended: bool, stop_after_epoch: Optional[int], live, commit: str,
@@ -69,6 +74,8 @@ def train_run(run, resume: bool, extended: bool, stop_after_epoch: Optional[int]
     check_training_memory(exp.model, vocab, run_dir, exp.trainer.cuda_device, source=run.source)
     model = exp.model.construct(vocab=vocab, offered={"resources": files.run_resources(run_dir) if resume
                                                       else run_marker.fresh_resources(run_dir, train)})
+    if exp.trainer.adversarial is not None:
+        matched_parameters(model, exp.trainer.adversarial)  # the pattern names a matrix of this model
     reported = set(model.get_metrics(reset=True)) | {"loss"}
     if dev and exp.trainer.metric_name not in reported:
         raise ConfigurationError(f"trainer.validation_metric: the model reports no metric "

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from multigrain.platform import checkpoints, compiling
+from multigrain.platform.adversarial import AdversarialConfig, FastGradient
 from multigrain.platform.averaging import MovingAverage
 from multigrain.platform.batching import BatchIterator
 from multigrain.platform.checkpoints import atomic_save, load_checkpoint, rng_state, set_rng_state  # noqa: F401
@@ -47,7 +48,8 @@ class TrainerConfig:
                  cuda_device: Optional[Annotated[int, Range(-1)]] = None,
                  moving_average: Optional[Annotated[float, Range(0.0, 1.0, high_open=True)]] = None,
                  workers: Annotated[int, Range(1)] = 1,
-                 mixed_precision: Optional[Literal["bf16", "fp16", "auto"]] = None, compile: bool = False):
+                 mixed_precision: Optional[Literal["bf16", "fp16", "auto"]] = None, compile: bool = False,
+                 adversarial: Optional[AdversarialConfig] = None):
         """``moving_average``: the decay of an exponential moving average of the weights (AllenNLP's
         ``trainer.moving_average``); validation, ``best.pt`` and so the test score use the
         averaged weights, training steps the raw ones.
@@ -58,7 +60,9 @@ class TrainerConfig:
         CUDA, ``"auto"`` bf16 where the GPU has it and float32 elsewhere (``platform/precision.py``).
         ``compile``: the training forward runs through ``torch.compile`` (refused before the run
         directory is made where it cannot run: ``platform/compiling.py``). These are absent from a spec
-        that does not set them, so they do not change its hash."""
+        that does not set them, so they do not change its hash. ``adversarial``: a second forward and
+        backward pass each step with the embeddings moved along their gradient (the fast gradient
+        method, ``platform/adversarial.py``), in one process only."""
         if not validation_metric or validation_metric[0] not in "+-":
             raise ValueError(f"validation_metric must start with + or -, got {validation_metric!r}")
         if moving_average is not None and not 0.0 < moving_average < 1.0:
@@ -74,6 +78,7 @@ class TrainerConfig:
         self.workers = workers
         self.mixed_precision = mixed_precision
         self.compile = compile
+        self.adversarial = adversarial
 
     @property
     def metric_name(self) -> str:
@@ -150,6 +155,7 @@ class Trainer:
                                                         num_training_steps=steps_per_epoch * config.num_epochs,
                                                         offered={"steps_per_epoch": steps_per_epoch})
         self.average = MovingAverage(model, config.moving_average) if config.moving_average else None
+        self.adversary = FastGradient(model, config.adversarial) if config.adversarial else None
         self.sign = config.metric_sign
         self.metric_name = config.metric_name
         self.epoch = 0  # epochs completed
@@ -254,8 +260,9 @@ class Trainer:
             bar = progress(batches, total=self.train_data.num_batches(epoch),
                            desc=f"epoch {epoch + 1}/{self.config.num_epochs}")
             for batch, share in bar:
+                batch = move_to(batch, self.device)
                 with self.precision.autocast():
-                    out = self.stepped(**move_to(batch, self.device))
+                    out = self.stepped(**batch)
                 self.optimizer.zero_grad(set_to_none=True)
                 if self.replica is None:
                     self.precision.backward(out["loss"])
@@ -264,6 +271,11 @@ class Trainer:
                     scaled, part = self.replica.weighted_loss(share, out)
                     self.precision.backward(scaled)
                     total += part
+                if self.adversary:  # the gradient at the perturbed embeddings adds to the step's
+                    with self.adversary.perturbed():  # restored after the backward: it may read them
+                        with self.precision.autocast():
+                            attacked = self.stepped(**batch)
+                        self.precision.backward(attacked["loss"])  # one process: run_training refuses workers
                 if self.config.grad_clipping:
                     self.precision.unscale(self.optimizer)
                     torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clipping)
