@@ -20,10 +20,12 @@ def tiny_files(tmp_path):
     return copy_sentences(src, tmp_path / "train.bmes", 24), copy_sentences(src, tmp_path / "dev.bmes", 8)
 
 
-def test_resume_is_bit_identical(tmp_path, tiny_files):
+@pytest.mark.parametrize("trainer", [{}, {"adversarial": {"epsilon": 0.5, "parameters": "^embedder"}}],
+                         ids=["plain", "adversarial"])
+def test_resume_is_bit_identical(tmp_path, tiny_files, trainer):
     train, dev = tiny_files
     spec = tiny_spec(bilstm_tagger(dropout=0.3), RESUME, train, dev, epochs=2,
-                     scheduler={"type": "linear_warmup", "warmup_steps": 2}, **NER)
+                     scheduler={"type": "linear_warmup", "warmup_steps": 2}, **NER, **trainer)
     full = Run(spec, tmp_path / "full").train()
     part = Run(spec, tmp_path / "split").train(stop_after_epoch=1)
     assert part["finished"] is False and part["epochs_completed"] == 1
