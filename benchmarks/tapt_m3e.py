@@ -36,6 +36,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -84,6 +85,21 @@ def mask_batch(ids: torch.Tensor, special: torch.Tensor, mask_id: int, vocab_siz
     swap = chosen & (draw >= 0.8) & (draw < 0.9)
     inputs = torch.where(swap, random_tokens, inputs)
     return inputs, labels
+
+
+def read_checkpoint(path: Path) -> Optional[dict]:
+    """This script's own checkpoint, or None: absent, or unreadable (a disk fault; a partial write
+    cannot happen, the file is renamed into place), which is said, and the run starts over."""
+    if not path.is_file():
+        return None
+    try:
+        state = torch.load(path, weights_only=True)
+        if not isinstance(state, dict) or not isinstance(state.get("settings"), dict):
+            raise ValueError("not a checkpoint of this script")
+        return state
+    except Exception as e:  # any reason it cannot be read ends the same way: said, then started over
+        print(f"{path} cannot be read ({type(e).__name__}: {e}): starting over", flush=True)
+        return None
 
 
 def main() -> int:
@@ -144,7 +160,7 @@ def adapt(args: argparse.Namespace) -> None:
     work = out.with_name(out.name + ".tmp")
     checkpoint = work / "checkpoint.pt"
     settings = {k: v for k, v in vars(args).items() if k != "threads"}
-    state = torch.load(checkpoint, weights_only=True) if checkpoint.is_file() else None
+    state = read_checkpoint(checkpoint)
     if state is not None and state["settings"] == settings:
         model.load_state_dict(state["model"])
         head_optimizer.load_state_dict(state["head_optimizer"])

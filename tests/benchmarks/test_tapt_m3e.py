@@ -2,12 +2,14 @@
 masking never touches [CLS], [SEP] or padding, and replaces 80 / 10 / 10 of the chosen positions; the
 adapted encoder it saves loads as an ``hf_transformer`` backbone; a text file that does not read is one
 error naming it (and its line), exit code 2, nothing written; ``--head-epochs`` move the new head alone; an
-interrupted run resumes to the same weights, and a checkpoint of other settings is named and not resumed."""
+interrupted run resumes to the same weights; a checkpoint of other settings, or one that cannot be read, is
+named and not resumed."""
 import argparse
 import json
 import subprocess
 import sys
 
+import pytest
 import torch
 
 from conftest import ROOT
@@ -179,3 +181,20 @@ def test_a_checkpoint_of_other_settings_is_named_and_not_resumed(tmp_path, monke
     assert "was written with other settings (lr): starting over" in printed and "resumed from" not in printed
     history = json.loads((out / "tapt.json").read_text(encoding="utf-8"))["history"]
     assert [h["epoch"] for h in history] == [1, 2]
+
+
+@pytest.mark.parametrize("content", [b"not a torch file", None], ids=["garbage", "foreign"])
+def test_an_unreadable_checkpoint_is_named_and_the_run_starts_over(tmp_path, capsys, content):
+    source, data = tiny_text(tmp_path)
+    out = tmp_path / "adapted"
+    checkpoint = out.with_name("adapted.tmp") / "checkpoint.pt"
+    checkpoint.parent.mkdir(parents=True)
+    if content is None:
+        torch.save({"model": {}}, checkpoint)  # a readable file, but no checkpoint of this script
+    else:
+        checkpoint.write_bytes(content)
+    tapt_m3e.adapt(tapt_args(source, data, out, epochs=1))
+    printed = capsys.readouterr().out
+    assert f"{checkpoint} cannot be read (" in printed and "starting over" in printed
+    history = json.loads((out / "tapt.json").read_text(encoding="utf-8"))["history"]
+    assert [h["epoch"] for h in history] == [1]
