@@ -70,9 +70,9 @@ class FastGradient:
         for p in self.params:
             if p.grad is None:  # not used by this batch's loss
                 continue
-            g = p.grad.to_dense() if p.grad.is_sparse else p.grad
-            norm = torch.linalg.vector_norm(g.float()).clamp_min(torch.finfo(torch.float32).tiny)
-            deltas.append((p, (g.float() * (self.epsilon / norm)).to(p.dtype)))
+            g = (p.grad.to_dense() if p.grad.is_sparse else p.grad).float()
+            norm = torch.linalg.vector_norm(g).clamp_min(torch.finfo(torch.float32).tiny)
+            deltas.append((p, (g * (self.epsilon / norm)).to(p.dtype)))
         return deltas
 
     @contextmanager
