@@ -16,8 +16,9 @@ class Range:
     Checked at validation, before anything is built or written. Every float argument named
     ``dropout`` or ``*_dropout`` is a probability in [0, 1) without saying so."""
 
-    def __init__(self, low: float | None = None, high: float | None = None, high_open: bool = False):
-        self.low, self.high, self.high_open = low, high, high_open
+    def __init__(self, low: float | None = None, high: float | None = None, high_open: bool = False,
+                 low_open: bool = False):
+        self.low, self.high, self.high_open, self.low_open = low, high, high_open, low_open
 
     def problem(self, value: Any) -> str | None:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -25,16 +26,19 @@ class Range:
         if value != value:
             return "expected a number, got NaN"
         too_high = self.high is not None and (value >= self.high if self.high_open else value > self.high)
-        if (self.low is not None and value < self.low) or too_high:
+        too_low = self.low is not None and (value <= self.low if self.low_open else value < self.low)
+        if too_low or too_high:
             return f"{value!r} is out of range: expected {self}"
         return None
 
     def __str__(self) -> str:
         low, high = _number(self.low), _number(self.high)
         if self.high is None:
-            return f">= {low}"
-        right = ")" if self.high_open else "]"
-        return f"a value in [{low}, {high}{right}" if self.low is not None else f"<= {high}"
+            return f"> {low}" if self.low_open else f">= {low}"
+        left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
+        if self.low is None:
+            return f"< {high}" if self.high_open else f"<= {high}"
+        return f"a value in {left}{low}, {high}{right}"
 
 
 def _number(value: float | None) -> str:

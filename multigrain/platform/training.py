@@ -46,7 +46,7 @@ class TrainerConfig:
                  patience: Optional[Annotated[int, Range(1)]] = None,
                  validation_metric: Annotated[str, Matches(r"[+-][\w.-]+", "+NAME or -NAME (larger or smaller is better)")] = "+f1",
                  cuda_device: Optional[Annotated[int, Range(-1)]] = None,
-                 moving_average: Optional[Annotated[float, Range(0.0, 1.0, high_open=True)]] = None,
+                 moving_average: Optional[Annotated[float, Range(0.0, 1.0, low_open=True, high_open=True)]] = None,
                  workers: Annotated[int, Range(1)] = 1,
                  mixed_precision: Optional[Literal["bf16", "fp16", "auto"]] = None, compile: bool = False,
                  adversarial: Optional[AdversarialConfig] = None):

@@ -93,9 +93,8 @@ def test_adversarial_training_adds_no_host_sync(tmp_path, single_thread):
 
 
 @pytest.mark.parametrize("adversarial, line", [
-    ({"epsilon": 0.0}, "trainer.adversarial: AdversarialConfig: epsilon is the size of the perturbation and "
-                       "must be above 0, got 0.0"),
-    ({"epsilon": -1.0}, "trainer.adversarial.epsilon: -1.0 is out of range: expected >= 0"),
+    ({"epsilon": 0.0}, "trainer.adversarial.epsilon: 0.0 is out of range: expected > 0"),
+    ({"epsilon": -1.0}, "trainer.adversarial.epsilon: -1.0 is out of range: expected > 0"),
     ({"parameters": "embed("}, "trainer.adversarial: AdversarialConfig: parameters: 'embed(' is not a regular "
                                "expression (missing ), unterminated subpattern at position 5)"),
     ({"epsilon": 1.0, "size": 2}, "trainer.adversarial.size: unknown key for AdversarialConfig; valid keys: "

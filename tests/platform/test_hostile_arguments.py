@@ -27,6 +27,7 @@ from multigrain.platform.config import MAX_COUNT, MAX_INT, validate
 from multigrain.platform.errors import SpecError
 from multigrain.platform.experiment import Experiment
 from multigrain.platform.specs import apply_overrides, load_spec
+from multigrain.platform.hints import Range
 from tests.conftest import ROOT, resume_tagger_spec, run_cli, write_spec
 
 EXAMPLES = int(os.environ.get("MULTIGRAIN_HYPOTHESIS_EXAMPLES", "40"))
@@ -98,6 +99,20 @@ def test_zero_stays_meaningful_where_the_hint_says_so():
     assert problems_at("model.embedder.char_dim", 0) == ["model.embedder.char_dim: 0 is out of range: expected a "
                                                          "value in [1, 2147483647]"]
     assert problems_at("trainer.num_epochs", 0) == ["trainer.num_epochs: 0 is out of range: expected >= 1"]
+
+
+@pytest.mark.parametrize("bound, inside, outside, described", [
+    (Range(0.0), [0.0, 3.0], [-0.5], ">= 0"),
+    (Range(0.0, low_open=True), [1e-9, 3.0], [0.0, -0.5], "> 0"),
+    (Range(0.0, 1.0), [0.0, 1.0], [-0.1, 1.1], "a value in [0, 1]"),
+    (Range(0.0, 1.0, high_open=True), [0.0, 0.5], [1.0], "a value in [0, 1)"),
+    (Range(0.0, 1.0, low_open=True, high_open=True), [1e-9, 0.999], [0.0, 1.0], "a value in (0, 1)"),
+    (Range(None, 5), [5, -10], [6], "<= 5"),
+    (Range(None, 5, high_open=True), [4, -10], [5], "< 5"),
+])
+def test_a_range_keeps_each_end_open_or_closed_as_declared(bound, inside, outside, described):
+    assert [bound.problem(v) for v in inside] == [None] * len(inside)
+    assert [bound.problem(v) for v in outside] == [f"{v!r} is out of range: expected {described}" for v in outside]
 
 
 # ---------------------------------------------------------------------------- train: exit 2, nothing written

@@ -239,9 +239,11 @@ def test_moving_average_validates_saves_and_resumes(tmp_path, tiny_files):
     assert any(not torch.equal(best[k], a["model"][k]) for k in best)
     # the epoch's validation score is the averaged model's: re-evaluating best.pt gives it again
     assert full["validation"]["loss"] == pytest.approx(a["history"][-1]["validation_loss"], rel=1e-5)
-    spec["trainer"]["moving_average"] = 1.5
-    with pytest.raises(SpecError, match=r"trainer.moving_average: 1.5 is out of range: expected a value in \[0, 1\)"):
-        Run(spec, tmp_path / "bad").train()
+    for decay in (1.5, 0.0):
+        spec["trainer"]["moving_average"] = decay
+        with pytest.raises(SpecError, match=rf"trainer.moving_average: {decay} is out of range: expected a value in \(0, 1\)"):
+            Run(spec, tmp_path / "bad").train()
+        assert not (tmp_path / "bad").exists()
 
 
 def test_mixed_precision_auto_is_bf16_on_a_gpu_that_has_it_and_float32_elsewhere(tmp_path, tiny_files, monkeypatch):
