@@ -22,8 +22,8 @@ AdamW at ``--lr`` with linear warm-up over 6 % of the steps and linear decay, cl
 the encoder frozen, before the ``--epochs`` of the whole model: a random head's first gradients
 would otherwise reach the pretrained encoder (Kumar et al. 2022, "linear probing then
 fine-tuning"). Each epoch ends in a checkpoint in ``OUT.tmp``; the same command run again resumes
-from it. The encoder alone (``BertModel``) is saved to ``--out`` with m3e-small's tokenizer files,
-so a spec reads it with ``-o model.embedder.backbone.model_path=OUT`` (for the ``*_m3e`` NER specs)::
+from it. The encoder alone (``BertModel``, with m3e-small's own pooler, which masked-LM training
+never reads) is saved to ``--out`` with m3e-small's tokenizer files, so a spec reads it with ``-o model.embedder.backbone.model_path=OUT`` (for the ``*_m3e`` NER specs)::
 
     python benchmarks/tapt_m3e.py --text ../shared/data/resume_ner/train.char.bmes --out runs/m3e_tapt_resume
 """
@@ -100,6 +100,17 @@ def read_checkpoint(path: Path) -> Optional[dict]:
     except Exception as e:  # any reason it cannot be read ends the same way: said, then started over
         print(f"{path} cannot be read ({type(e).__name__}: {e}): starting over", flush=True)
         return None
+
+
+def save_encoder(model, source: Path, work: Path) -> None:
+    """The adapted encoder, saved whole: ``BertForMaskedLM`` has no pooler, so the source's own (which
+    masked-LM training never reads) is kept, and loading the result reports no missing weights."""
+    from transformers import BertModel
+
+    encoder = BertModel.from_pretrained(str(source), local_files_only=True)
+    missing, unexpected = encoder.load_state_dict(model.bert.state_dict(), strict=False)
+    assert not unexpected and all(k.startswith("pooler.") for k in missing), (missing, unexpected)
+    encoder.save_pretrained(work)
 
 
 def main() -> int:
@@ -192,7 +203,7 @@ def adapt(args: argparse.Namespace) -> None:
                     "generator": generator.get_state(), "torch_rng": torch.get_rng_state(), "history": history,
                     "seconds": seconds}, work / "checkpoint.pt.part")
         (work / "checkpoint.pt.part").replace(checkpoint)
-    model.bert.save_pretrained(work)
+    save_encoder(model, source, work)
     for name in TOKENIZER_FILES:
         if (source / name).is_file():
             shutil.copy(source / name, work / name)

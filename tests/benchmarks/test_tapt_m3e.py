@@ -78,6 +78,8 @@ def test_the_adapted_encoder_loads_as_a_backbone(tmp_path):
     moved = [not torch.equal(a, b) for (_, a), (_, b) in zip(backbone.model.named_parameters(),
                                                              before.model.named_parameters())]
     assert any(moved)  # the encoder was trained, not copied
+    # saved whole: the source's pooler, so loading it initialises nothing at random
+    assert torch.equal(backbone.model.pooler.dense.weight, before.model.pooler.dense.weight)
     ids = torch.tensor([backbone.index(list("我在北京"))])
     assert backbone(chars=ids, mask=torch.ones_like(ids, dtype=torch.bool)).shape == (1, 4, 32)
 
