@@ -231,9 +231,48 @@ def test_two_suites_at_once_train_each_run_once(ray_local, tiny):
         assert a["history"] == b["history"] and a["training_seconds"] == b["training_seconds"]
 
 
+def stat_fields(pid: int | str) -> list[str]:
+    """/proc/PID/stat after "PID (comm)": state, ppid, pgrp, session, ...; [] for a process gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
+def session_members(sid: int) -> set[int]:
+    """The live (not zombie) processes of session ``sid`` (Linux /proc)."""
+    return {int(p.name) for p in Path("/proc").glob("[0-9]*")
+            if (f := stat_fields(p.name)) and f[0] != "Z" and int(f[3]) == sid}
+
+
+def signal_session(sid: int, sig) -> set[int]:
+    """``sig`` to every process of session ``sid``, again until no new one appears: a signal to the
+    suite's process group would miss the raylet's workers, each in a group of its own. Returns them."""
+    import os
+
+    signalled: set[int] = set()
+    while new := session_members(sid) - signalled:
+        for pid in new:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        signalled |= new
+    return signalled
+
+
+def wait_gone(pids: set[int], timeout: float = 60.0) -> None:
+    import time
+
+    deadline = time.time() + timeout
+    while alive := {p for p in pids if (f := stat_fields(p)) and f[0] != "Z"}:
+        assert time.time() < deadline, f"processes {sorted(alive)} outlived SIGKILL"
+        time.sleep(0.05)
+
+
 def test_a_killed_suite_restarts_reusing_finished_runs_and_resuming_the_interrupted_one(ray_local, tmp_path, capsys):
-    """SIGKILL the whole ``multigrain suite`` process group (driver and its local Ray) while one
-    run has finished and the next is between epochs; the restarted suite reuses the first (its
+    """SIGKILL the whole ``multigrain suite`` session (driver, its local Ray and the raylet's workers,
+    which sit in process groups of their own) while one run has finished and the next is between epochs; the restarted suite reuses the first (its
     files untouched), resumes the second from its ``last.pt`` (the epochs it had are kept as they
     were), trains nothing twice and logs one MLflow run per run."""
     import os
@@ -261,11 +300,12 @@ def test_a_killed_suite_restarts_reusing_finished_runs_and_resuming_the_interrup
         while time.time() < deadline and not (short.state() == "finished" and long.state() == "partial"):
             assert proc.poll() is None, f"the suite ended before it could be killed:\n{log.read_text()[-3000:]}"
             time.sleep(0.05)
-        os.killpg(proc.pid, signal.SIGSTOP)  # frozen where it stands: a loaded machine cannot finish the run in between
+        stopped = signal_session(proc.pid, signal.SIGSTOP)  # frozen where it stands, the training worker too
         assert short.state() == "finished" and long.state() == "partial"
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)
+        stopped = signal_session(proc.pid, signal.SIGKILL)
         proc.wait(timeout=60)
+    wait_gone(stopped)  # no worker of the killed suite still writes its run directory
     short_files = {p.name: p.read_bytes() for p in Path(short.run_dir).iterdir() if p.is_file()}
     from multigrain.platform.checkpoints import load_checkpoint
 
