@@ -72,7 +72,8 @@ def pooled(run_dirs: list[str], data: str, min_votes: int | None, device: str = 
             raise ConfigurationError(f"{run_dir} reads {data} differently from {run_dirs[0]} (other sentences or "
                                      f"gold tags): the runs must be scored on the same sentences")
         per_run.append(tags)
-    scheme = detect_scheme(sorted({t for sentence in (*gold, *(s for tags in per_run for s in tags)) for t in sentence}))
+    tags_seen = {t for sentence in gold for t in sentence} | {t for tags in per_run for s in tags for t in s}
+    scheme = detect_scheme(sorted(tags_seen))
     entities = [[set(extract_spans(s, scheme)) for s in tags] for tags in per_run]
     voted = [spans_to_tags(len(c), sorted(spans, key=lambda e: e[1]), scheme)
              for c, spans in zip(chars, vote(entities, min_votes))]

@@ -23,7 +23,8 @@ the encoder frozen, before the ``--epochs`` of the whole model: a random head's 
 would otherwise reach the pretrained encoder (Kumar et al. 2022, "linear probing then
 fine-tuning"). Each epoch ends in a checkpoint in ``OUT.tmp``; the same command run again resumes
 from it. The encoder alone (``BertModel``, with m3e-small's own pooler, which masked-LM training
-never reads) is saved to ``--out`` with m3e-small's tokenizer files, so a spec reads it with ``-o model.embedder.backbone.model_path=OUT`` (for the ``*_m3e`` NER specs)::
+never reads) is saved to ``--out`` with m3e-small's tokenizer files, so a spec reads it with
+``-o model.embedder.backbone.model_path=OUT`` (for the ``*_m3e`` NER specs)::
 
     python benchmarks/tapt_m3e.py --text ../shared/data/resume_ner/train.char.bmes --out runs/m3e_tapt_resume
 """

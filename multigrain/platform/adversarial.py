@@ -32,7 +32,8 @@ class AdversarialConfig:
     perturbation) and ``parameters`` (a regular expression searched in the model's parameter
     names; every trainable match is perturbed)."""
 
-    def __init__(self, epsilon: Annotated[float, Range(0.0, low_open=True)] = 1.0, parameters: str = DEFAULT_PARAMETERS):
+    def __init__(self, epsilon: Annotated[float, Range(0.0, low_open=True)] = 1.0,
+                 parameters: str = DEFAULT_PARAMETERS):
         if epsilon <= 0:
             raise ValueError(f"epsilon is the size of the perturbation and must be above 0, got {epsilon!r}")
         try:

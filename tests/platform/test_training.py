@@ -241,7 +241,8 @@ def test_moving_average_validates_saves_and_resumes(tmp_path, tiny_files):
     assert full["validation"]["loss"] == pytest.approx(a["history"][-1]["validation_loss"], rel=1e-5)
     for decay in (1.5, 0.0):
         spec["trainer"]["moving_average"] = decay
-        with pytest.raises(SpecError, match=rf"trainer.moving_average: {decay} is out of range: expected a value in \(0, 1\)"):
+        expected = rf"trainer.moving_average: {decay} is out of range: expected a value in \(0, 1\)"
+        with pytest.raises(SpecError, match=expected):
             Run(spec, tmp_path / "bad").train()
         assert not (tmp_path / "bad").exists()
 

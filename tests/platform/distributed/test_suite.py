@@ -271,10 +271,11 @@ def wait_gone(pids: set[int], timeout: float = 60.0) -> None:
 
 
 def test_a_killed_suite_restarts_reusing_finished_runs_and_resuming_the_interrupted_one(ray_local, tmp_path, capsys):
-    """SIGKILL the whole ``multigrain suite`` session (driver, its local Ray and the raylet's workers,
-    which sit in process groups of their own) while one run has finished and the next is between epochs; the restarted suite reuses the first (its
-    files untouched), resumes the second from its ``last.pt`` (the epochs it had are kept as they
-    were), trains nothing twice and logs one MLflow run per run."""
+    """SIGKILL the whole ``multigrain suite`` session (driver, its local Ray and the raylet's
+    workers, which sit in process groups of their own) while one run has finished and the next is
+    between epochs; the restarted suite reuses the first (its files untouched), resumes the second
+    from its ``last.pt`` (the epochs it had are kept as they were), trains nothing twice and logs one
+    MLflow run per run."""
     import os
     import signal
     import subprocess
