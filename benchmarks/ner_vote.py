@@ -28,12 +28,16 @@ from multigrain.platform.errors import ConfigurationError, MultigrainError
 Entity = tuple[str, int, int]  # (type, start, end), end inclusive
 
 
+def check_min_votes(min_votes: int, n_runs: int) -> None:
+    if not n_runs / 2 < min_votes <= n_runs:
+        raise ConfigurationError(f"--min-votes {min_votes}: expected more than half of the {n_runs} runs "
+                                 f"and at most all of them (fewer would let overlapping entities both win)")
+
+
 def vote(runs: list[list[set[Entity]]], min_votes: int) -> list[set[Entity]]:
     """Per sentence, the entities at least ``min_votes`` of the runs predict (``runs[r][i]``: run r's
     entities of sentence i)."""
-    if not len(runs) / 2 < min_votes <= len(runs):
-        raise ConfigurationError(f"--min-votes {min_votes}: expected more than half of the {len(runs)} runs "
-                                 f"and at most all of them (fewer would let overlapping entities both win)")
+    check_min_votes(min_votes, len(runs))
     return [{e for e, n in Counter(e for spans in sentence for e in spans).items() if n >= min_votes}
             for sentence in zip(*runs)]
 
@@ -62,6 +66,7 @@ def predicted_tags(run_dir: str, data: str, device: str) -> tuple[list[list[str]
 def pooled(run_dirs: list[str], data: str, min_votes: int | None, device: str = "cpu") -> dict:
     """Each run's F1 and the vote's (in percent), with the settings that made them."""
     min_votes = min_votes if min_votes is not None else len(run_dirs) // 2 + 1
+    check_min_votes(min_votes, len(run_dirs))  # before minutes of predicting
     chars = gold = None
     per_run = []
     for run_dir in run_dirs:

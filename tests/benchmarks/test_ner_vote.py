@@ -110,10 +110,12 @@ def test_each_run_scores_as_evaluate_does_and_runs_that_agree_vote_to_their_own_
     assert same["vote"]["f1"] == pytest.approx(same["runs"][0]["f1"], abs=1e-9)
 
 
-def test_bad_input_is_one_error_and_writes_nothing(trained, tmp_path, capsys):
+def test_bad_input_is_one_error_and_writes_nothing(trained, tmp_path, capsys, monkeypatch):
     runs, data, _ = trained
+    monkeypatch.setattr(ner_vote, "predicted_tags", None)  # refused before any run predicts
     assert ner_vote.main([*runs, "--data", data, "--min-votes", "1"]) == 2
     assert "--min-votes 1: expected more than half of the 3 runs" in capsys.readouterr().err
+    monkeypatch.undo()
     missing = tmp_path / "nowhere.bmes"
     assert ner_vote.main([*runs, "--data", str(missing), "--json", str(tmp_path / "v.json")]) == 2
     assert f"{missing}: no such data file" in capsys.readouterr().err
