@@ -44,6 +44,23 @@ from multigrain.platform.kinds import TokenEmbedder
 SPECIAL = ("[PAD]", "[UNK]", "[CLS]", "[SEP]")
 
 
+def load_pretrained(path: Path) -> nn.Module:
+    """``AutoModel.from_pretrained(path)``, offline; under ``CI=true``, where the platform draws no
+    progress bars, without the weight-loading bar of ``transformers`` either."""
+    from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
+
+    from multigrain.platform import progress
+
+    if not progress.quiet() or not hf_logging.is_progress_bar_enabled():
+        return AutoModel.from_pretrained(str(path), local_files_only=True)
+    hf_logging.disable_progress_bar()
+    try:
+        return AutoModel.from_pretrained(str(path), local_files_only=True)
+    finally:
+        hf_logging.enable_progress_bar()
+
+
 @TokenEmbedder.register("hf_transformer")
 class HfTransformer(TokenEmbedder):
     """``forward(chars [B, n] ids from index(), mask [B, n], segments [B, n]) -> [B, n, hidden]``
@@ -59,9 +76,7 @@ class HfTransformer(TokenEmbedder):
         missing = [t for t in SPECIAL if t not in self.token_ids]
         if missing:
             raise ConfigurationError(f"model_path: {vocab_file} lacks {', '.join(missing)}")
-        from transformers import AutoModel
-
-        self.model = AutoModel.from_pretrained(str(path), local_files_only=True)
+        self.model = load_pretrained(path)
         self.lowercase = lowercase
         self.unk = self.token_ids["[UNK]"]
         self.max_length = int(getattr(self.model.config, "max_position_embeddings", 512))
