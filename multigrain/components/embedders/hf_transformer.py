@@ -52,13 +52,14 @@ def load_pretrained(path: Path) -> nn.Module:
 
     from multigrain.platform import progress
 
-    if not progress.quiet() or not hf_logging.is_progress_bar_enabled():
-        return AutoModel.from_pretrained(str(path), local_files_only=True)
-    hf_logging.disable_progress_bar()
+    hide = progress.quiet() and hf_logging.is_progress_bar_enabled()
+    if hide:
+        hf_logging.disable_progress_bar()
     try:
         return AutoModel.from_pretrained(str(path), local_files_only=True)
     finally:
-        hf_logging.enable_progress_bar()
+        if hide:
+            hf_logging.enable_progress_bar()
 
 
 @TokenEmbedder.register("hf_transformer")
