@@ -36,6 +36,32 @@ def run_cli(*args, cwd=None, env=None, timeout=600):
                           capture_output=True, text=True, env=full_env, timeout=timeout)
 
 
+def proc_stat(pid) -> list[str]:
+    """The fields of /proc/PID/stat after "PID (comm)": state, ppid, pgrp, session, ...; [] for a
+    process that is gone (Linux)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
+def alive(pids) -> set[int]:
+    """Those of ``pids`` that run (a zombie that nobody reaped does not)."""
+    return {pid for pid in pids if (fields := proc_stat(pid)) and fields[0] != "Z"}
+
+
+def in_session(sid: int) -> set[int]:
+    """The live processes of session ``sid``."""
+    found = set()
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if os.getsid(int(entry.name)) == sid:
+                found.add(int(entry.name))
+        except OSError:
+            pass
+    return alive(found)
+
+
 def write_spec(directory: Path, spec: dict) -> str:
     import json
 

@@ -28,7 +28,7 @@ from multigrain.platform.errors import SpecError
 from multigrain.platform.experiment import Experiment
 from multigrain.platform.specs import apply_overrides, load_spec
 from multigrain.platform.hints import Range
-from tests.conftest import ROOT, resume_tagger_spec, run_cli, write_spec
+from tests.conftest import ROOT, proc_stat, resume_tagger_spec, run_cli, write_spec
 
 EXAMPLES = int(os.environ.get("MULTIGRAIN_HYPOTHESIS_EXAMPLES", "40"))
 PROPERTY = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow],
@@ -245,13 +245,9 @@ HUGE = "local fib(n) = if n < 2 then n else fib(n - 1) + fib(n - 2); { a: fib(60
 def children() -> set:
     """Pids of this process's children (zombies too), from /proc."""
     found = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[1]) == os.getpid():
-            found.add(int(stat.parent.name))
+    for entry in Path("/proc").glob("[0-9]*"):
+        if (fields := proc_stat(entry.name)) and int(fields[1]) == os.getpid():
+            found.add(int(entry.name))
     return found
 
 

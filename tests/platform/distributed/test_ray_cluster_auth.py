@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, alive as alive_of
 from tests.platform.distributed.ray_head import free_port
 
 CLUSTER = ROOT / "ray_cluster"
@@ -157,10 +157,7 @@ def get(url: str, user: str = "", password: str = "", timeout: float = 10) -> in
 
 def alive(pid: int) -> bool:
     """Whether process ``pid`` runs (a zombie that nobody reaped does not)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
+    return bool(alive_of([pid]))
 
 
 #: one uvicorn worker (no supervisor health-checking workers that are still importing MLflow on a

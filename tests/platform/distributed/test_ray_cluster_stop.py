@@ -12,6 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.conftest import proc_stat
 from tests.platform.distributed.ray_head import free_ports
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -47,14 +48,11 @@ def processes_of(temp_dir: str) -> set[int]:
 
 
 def state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return ""
+    return (proc_stat(pid) or [""])[0]
 
 
 def start_time(pid: int) -> str:
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    return proc_stat(pid)[19]
 
 
 def recorded(pidfile: Path) -> dict[int, str]:

@@ -26,7 +26,7 @@ from multigrain.platform.ray.serve import (Batcher, Limits, LoadedArchive, Reque
                                            parse_instances, read_body, replica_resources)
 from tests.conftest import ROOT
 from tests.platform.distributed.ray_head import free_port
-from tests.conftest import resume_tagger_spec, write_spec
+from tests.conftest import alive, in_session, proc_stat, resume_tagger_spec, write_spec
 
 LIMITS = {"max_body_bytes": 1_500_000, "max_text_chars": 100_000, "max_instances": 8, "long_input_chars": 2_000}
 SERVE_FLAGS = ["--max-body-bytes", "1500000", "--max-text-chars", "100000", "--max-instances", "8",
@@ -202,11 +202,7 @@ def test_replicas_that_do_not_fit_the_local_ray_are_one_clear_error():
 def children() -> dict[int, list[int]]:
     out: dict[int, list[int]] = {}
     for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z":
+        if (fields := proc_stat(entry.name)) and fields[0] != "Z":
             out.setdefault(int(fields[1]), []).append(int(entry.name))
     return out
 
@@ -218,28 +214,6 @@ def process_tree(pid: int) -> set[int]:
             tree.add(child)
             todo.append(child)
     return tree
-
-
-def alive(pids) -> set[int]:
-    living = set()
-    for pid in pids:
-        try:
-            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
-                living.add(pid)
-        except OSError:
-            pass
-    return living
-
-
-def in_session(sid: int) -> set[int]:
-    found = set()
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            if os.getsid(int(entry.name)) == sid:
-                found.add(int(entry.name))
-        except OSError:
-            pass
-    return alive(found)
 
 
 def listening_sockets() -> dict[str, tuple[str, int]]:

@@ -12,7 +12,7 @@ import pytest
 from multigrain.platform import suite as suites
 from multigrain.platform.cli import main as cli_main
 from multigrain.platform.errors import ConfigurationError, SpecError
-from tests.conftest import mlflow_runs, resume_tagger_spec, write_spec
+from tests.conftest import alive, in_session, mlflow_runs, resume_tagger_spec, write_spec
 
 
 @pytest.fixture(scope="module")
@@ -231,27 +231,13 @@ def test_two_suites_at_once_train_each_run_once(ray_local, tiny):
         assert a["history"] == b["history"] and a["training_seconds"] == b["training_seconds"]
 
 
-def stat_fields(pid: int | str) -> list[str]:
-    """/proc/PID/stat after "PID (comm)": state, ppid, pgrp, session, ...; [] for a process gone."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return []
-
-
-def session_members(sid: int) -> set[int]:
-    """The live (not zombie) processes of session ``sid`` (Linux /proc)."""
-    return {int(p.name) for p in Path("/proc").glob("[0-9]*")
-            if (f := stat_fields(p.name)) and f[0] != "Z" and int(f[3]) == sid}
-
-
 def signal_session(sid: int, sig) -> set[int]:
     """``sig`` to every process of session ``sid``, again until no new one appears: a signal to the
     suite's process group would miss the raylet's workers, each in a group of its own. Returns them."""
     import os
 
     signalled: set[int] = set()
-    while new := session_members(sid) - signalled:
+    while new := in_session(sid) - signalled:
         for pid in new:
             try:
                 os.kill(pid, sig)
@@ -265,8 +251,8 @@ def wait_gone(pids: set[int], timeout: float = 60.0) -> None:
     import time
 
     deadline = time.time() + timeout
-    while alive := {p for p in pids if (f := stat_fields(p)) and f[0] != "Z"}:
-        assert time.time() < deadline, f"processes {sorted(alive)} outlived SIGKILL"
+    while left := alive(pids):
+        assert time.time() < deadline, f"processes {sorted(left)} outlived SIGKILL"
         time.sleep(0.05)
 
 
