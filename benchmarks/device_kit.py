@@ -49,6 +49,7 @@ FOLDERS = {
     "mt": ("tvsub_zh_en", "wmt22_generaltest_zh_en", "wmt_newstest_zh_en", "tatoeba_cmn_eng"),
     "lb": CORPUS + ("thucnews_titles",),
     "ner": ("resume_ner", "weibo_ner", "msra_ner"),  # device_ner.sh (helper H3: a backbone travels its own way)
+    "throughput": ("tvsub_zh_en", "resume_ner"),  # train_throughput.py's translators and PLTE
 }
 FOLDERS["lbert"] = FOLDERS["lb"]  # device_session.sh's alias
 

@@ -7,17 +7,23 @@
 #           the mt and lb budgets measured (its plan_mt, plan_lb lines)                         CHECKS_S=240
 #           CHECKS="beam plan_mt ..." runs only those checks (default: all)
 #   speed   benchmarks/mt_speed.py --device cuda (3 processes)                                      SPEED_S=150
-#   mt      `multigrain suite jsonnet_configs/suites/mt.jsonnet --only 'tvsub_*_small_gpu'`: both encoders x
-#           MT_SEEDS seeds (default 3, from 13) side by side on the one GPU (a sixth of it each; issue 40's
+#   mt      the runs of `multigrain suite jsonnet_configs/suites/mt.jsonnet --only 'tvsub_*_small_gpu'` as
+#           processes (benchmarks/suite_processes.py: that machine has no Ray): both encoders x
+#           MT_SEEDS seeds (default 3, from 13) side by side on the one GPU (issue 40's
 #           recipe: pre-norm, inverse-sqrt schedule, token batches, bf16, one epoch of all TVsub pairs,
 #           scored on the specs' test_sets tvsub wmt22 tatoeba), then mt_results.py --suite's table.
-#           MT_EPOCHS overrides the specs' epochs; MT_EXTRA adds suite arguments (-o ...)        MT_S=480
+#           MT_EPOCHS overrides the specs' epochs; then, while the time allows, passes of one more epoch
+#           each (up to MT_EPOCHS_MAX, default 8), each a table mt_e<N>.json/.md; MT_EXTRA adds suite
+#           arguments (-o ...)                                                                   MT_S=480
 #           MT_PAIRS=N trains on the first N pairs; MT_PAIRS=auto sizes N from this call's plan_mt line
 #           (checks first) so that every training ends inside MT_S (mt_pairs.py); with
 #           SESSION_S set, MT_S defaults to what is left of SESSION_S seconds (from this script's start) - 20
 #   lb      benchmarks/lattice_bert.py, LB_CHARS characters (default the whole corpus), one seed,
 #           four fine-tuning tasks (lbert: the same part)                                           LB_S=540
 #   ner     bash benchmarks/device_ner.sh (BiG over a pretrained backbone for NER)                  NER_S=540
+#   throughput  benchmarks/train_throughput.py --device cuda --pack-targets: our trainer against a bare loop
+#           and Marian (THROUGHPUT_MODELS, default small,base,plte; THROUGHPUT_EXTRA: more
+#           arguments, later ones win)                                                      THROUGHPUT_S=150
 # Everything it writes comes back in $OUT: session.log and results.tar.gz (RESULTS.md with the GPU
 # speed section, the mt/lb tables and JSON results, the mt trainings' logs, every run directory's
 # metrics.json/config.json for `multigrain log` here). PYTHON and DEVICE (default python3, cuda;
@@ -35,7 +41,13 @@ PY=${PYTHON:-python3}
 # REHEARSAL=1 (here, on the CPU): the project's venv has the packages (the kit's wheels are cp312) and
 # ../shared/data is the data itself, so neither is installed nor unpacked
 if [ "${REHEARSAL:-0}" = 1 ]; then
-    export PYTHONPATH=$PWD
+    # neither Ray nor MLflow is on that machine: here both fail to import, as they would there
+    absent=$(mktemp -d)
+    for module in ray mlflow; do
+        mkdir "$absent/$module"
+        echo "raise ImportError('$module is not on the device machine')" > "$absent/$module/__init__.py"
+    done
+    export PYTHONPATH=$absent:$PWD
 else
     $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
         .device/wheels/*.whl || { echo "wheels did not install"; exit 3; }
@@ -57,10 +69,10 @@ for part in "$@"; do
         speed) timeout "${SPEED_S:-150}" $PY benchmarks/mt_speed.py --device "${DEVICE:-cuda}" --processes 3 --repeats 7 ;;
         mt)
             [ -n "${SESSION_S:-}" ] && MT_S=${MT_S:-$((SESSION_S - SECONDS - 20))}
+            mt_end=$((SECONDS + ${MT_S:-480}))
             seeds=$(seq 13 $((12 + ${MT_SEEDS:-3})))
             echo "mt: ${MT_S:-480} s, the suite's tvsub_*_small_gpu entries, seeds" $seeds
             cut=()  # -o texts of the suite call and of its table (they are part of the runs' hashes)
-            [ -n "${MT_EPOCHS:-}" ] && cut+=(-o "trainer.num_epochs=$MT_EPOCHS")
             if [ -n "${MT_PAIRS:-}" ]; then
                 n=$($PY benchmarks/mt_pairs.py --log "$OUT/session.log" --seconds "${MT_S:-480}" --size small \
                     --processes $((2 * ${MT_SEEDS:-3})) --epochs "${MT_EPOCHS:-1}" --pairs "$MT_PAIRS" \
@@ -71,26 +83,46 @@ for part in "$@"; do
             fi
             # shellcheck disable=SC2206
             cut+=(${MT_EXTRA:-})
-            local_ray=()
-            [ "${DEVICE:-cuda}" = cpu ] && local_ray=(--num-cpus 12 --num-gpus 1)  # a rehearsal: logical GPUs
-            rm -f "$RUNS"/mt*.json "$RUNS"/mt*.md  # an earlier call's table (a warm machine keeps runs/)
+            rm -f "$RUNS"/mt*.json "$RUNS"/mt*.md  # an earlier call's tables (a warm machine keeps runs/)
             mkdir -p "$RUNS/logs"
-            # shellcheck disable=SC2086
-            timeout -k 20 "${MT_S:-480}" $PY -m multigrain.platform.cli suite jsonnet_configs/suites/mt.jsonnet \
-                --only 'tvsub_*_small_gpu' --seeds $seeds --runs-dir "$RUNS/mt" --no-tracking "${local_ray[@]}" \
-                "${cut[@]}" > "$RUNS/logs/mt_suite.log" 2>&1 \
-                || { echo "mt: the suite ended early or ran out of time"; status=1; }
-            grep -v "^epoch .*batches" "$RUNS/logs/mt_suite.log" | tail -n 12
-            $PY benchmarks/mt_results.py --suite jsonnet_configs/suites/mt.jsonnet --variant gpu --runs-dir "$RUNS/mt" \
-                "${cut[@]}" \
-                --out "$RUNS/mt.json" --results "$RUNS/mt.md" --section "## Translation on a GPU"
+            # Passes: the suite's runs as processes side by side (that machine has no Ray:
+            # suite_processes.py), first for MT_EPOCHS epochs (default: the specs' one), then, while the
+            # time left exceeds 1.2 x the last pass, each run extended by one more epoch (--extend: a
+            # copy of the shorter run trains the missing epoch alone, as a longer spec beside a finished
+            # one does; the inverse-sqrt schedule never reads the run's length). Every pass is a finished
+            # set of runs with its own table (mt_e<epochs>.json/.md). Runs still going 30 s before the
+            # end are stopped, leaving time for the tables and the archive.
+            epochs=${MT_EPOCHS:-1}
+            while :; do
+                [ $((mt_end - SECONDS)) -gt 60 ] || break
+                pass_start=$SECONDS
+                epoch_cut=()
+                [ -n "${MT_EPOCHS:-}" ] || [ "$epochs" -gt 1 ] && epoch_cut=(-o "trainer.num_epochs=$epochs")
+                echo "mt: pass of $epochs epoch(s), $((mt_end - SECONDS)) s left ($(date -u +%T))"
+                # shellcheck disable=SC2086
+                timeout -k 20 $((mt_end - SECONDS)) $PY benchmarks/suite_processes.py \
+                    jsonnet_configs/suites/mt.jsonnet --only 'tvsub_*_small_gpu' --seeds $seeds --extend \
+                    --runs-dir "$RUNS/mt" --logs "$RUNS/logs" --seconds $((mt_end - SECONDS - 30)) \
+                    "${epoch_cut[@]}" "${cut[@]}" \
+                    || { echo "mt: a run of the $epochs-epoch pass failed or ran out of time"; status=1; break; }
+                $PY benchmarks/mt_results.py --suite jsonnet_configs/suites/mt.jsonnet --variant gpu \
+                    --runs-dir "$RUNS/mt" "${epoch_cut[@]}" "${cut[@]}" --out "$RUNS/mt_e$epochs.json" \
+                    --results "$RUNS/mt_e$epochs.md" --section "## Translation on a GPU, $epochs epoch(s)" \
+                    | grep -v "no finished run"
+                pass=$((SECONDS - pass_start))
+                [ $((mt_end - SECONDS)) -gt $((pass * 12 / 10)) ] && [ "$epochs" -lt "${MT_EPOCHS_MAX:-8}" ] || break
+                epochs=$((epochs + 1))
+            done
             ;;
         lb|lbert) timeout "${LB_S:-540}" $PY benchmarks/lattice_bert.py --chars-budget "${LB_CHARS:-all}" \
                 --epochs 1 --seeds 1 --tasks resume chnsenticorp bq thucnews "${precision[@]}" --no-tracking ${LB_EXTRA:-} \
                 --models lattice_bert char_bert --runs-dir "$RUNS/lb" --out "$RUNS/lb.json" \
                 --results "$RUNS/lb.md" --section "## Lattice-BERT on a GPU" ;;
         ner) timeout "${NER_S:-540}" bash benchmarks/device_ner.sh ;;
-        *) echo "unknown part $part (checks speed mt lb lbert ner)"; false ;;
+        throughput) timeout "${THROUGHPUT_S:-150}" $PY benchmarks/train_throughput.py --device "${DEVICE:-cuda}" \
+                --models "${THROUGHPUT_MODELS:-small,base,plte}" --steps 20 --rounds 3 --instances 4000 --pack-targets \
+                --out "$RUNS/train_throughput_gpu.json" ${THROUGHPUT_EXTRA:-} ;;
+        *) echo "unknown part $part (checks speed mt lb lbert ner throughput)"; false ;;
     esac
     code=$?
     echo "=== $part: exit $code ($(date -u +%T))"

@@ -105,10 +105,17 @@ def _scores(result: dict) -> str:
     return "test " + ", ".join(f"{k} {v:.4f}" for k, v in test.items() if k != "loss")
 
 
-def _summary(runs, outcome: dict) -> int:
-    failed = [r for r in runs if outcome.get(r.index, {}).get("state") == "failed"]
+def summary_lines(runs, outcome: dict) -> list[str]:
+    """One line per run: its state, label and scores (or error)."""
+    lines = []
     for r in runs:
         o = outcome.get(r.index, {})
-        print(f"{o.get('state', '?'):<9} {r.label:<40} {_scores(o.get('result') or {})}"
-              + (f"  ({o['error']})" if o.get("error") else ""))
-    return 1 if failed else 0
+        lines.append(f"{o.get('state', '?'):<9} {r.label:<40} {_scores(o.get('result') or {})}"
+                     + (f"  ({o['error']})" if o.get("error") else ""))
+    return lines
+
+
+def _summary(runs, outcome: dict) -> int:
+    for line in summary_lines(runs, outcome):
+        print(line)
+    return 1 if any(outcome.get(r.index, {}).get("state") == "failed" for r in runs) else 0
