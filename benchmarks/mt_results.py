@@ -93,10 +93,15 @@ def tiny_tatoeba_spec(train_pairs: int, dev_pairs: int, test_pairs: int) -> dict
 
 
 def count_parameters(spec: dict, run_dir: Path) -> int:
-    """Trainable parameters of the trained model (its archive, loaded on the CPU)."""
+    """Trainable parameters of the run's model, built on the CPU from its spec and its saved
+    vocabulary and resources; no weights are read, so a run a device call brought back without its
+    checkpoints (``results.tar.gz``) is counted as well."""
+    from multigrain.platform import archive as files
     from multigrain.platform.runs import Run
 
-    model = Run(spec, run_dir, check_data_paths=False).load_archive(device="cpu").model
+    run = Run(spec, run_dir, check_data_paths=False)
+    model = run.experiment.model.construct(vocab=files.read_vocabulary(run.run_dir),
+                                           offered={"resources": files.run_resources(run.run_dir)})
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 

@@ -65,8 +65,8 @@ def start(run, logs: Path, extend: bool = False) -> subprocess.Popen:
     if cpus:
         env["OMP_NUM_THREADS"] = str(max(1, int(cpus)))
     with open(logs / f"{name}.log", "ab") as log:
-        return subprocess.Popen([sys.executable, "-c", CHILD, str(spec_file), run.run_dir, "extend" if extend else "-"], cwd=os.getcwd(),
-                                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen([sys.executable, "-c", CHILD, str(spec_file), run.run_dir, "extend" if extend else "-"],
+                                cwd=os.getcwd(), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def stop(procs: dict) -> None:
@@ -150,7 +150,7 @@ def main(argv=None) -> int:
         runs = suites.plan(args.suite, definition, args.runs_dir, args.only, seeds=args.seeds,
                            overrides=args.override)
     except MultigrainError as e:
-        print(f"{args.suite}: {e}", file=sys.stderr)
+        print(f"error: {e}", file=sys.stderr)  # as `multigrain suite` says it (the message names the file)
         return 2
     readers = [r.label for r in runs if r.needs]
     if readers:

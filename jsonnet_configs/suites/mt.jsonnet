@@ -36,6 +36,11 @@ local scaled_150k = ['+model.encoder.scale_embeddings=true', 'dataset_reader.max
     // issue 40's GPU recipe: six trainings share one GPU (benchmarks/device_session.sh mt)
     { spec: '../mt/tvsub_transformer_small_gpu.jsonnet', seeds: [13, 14, 15], resources: gpu_share },
     { spec: '../mt/tvsub_big_small_gpu.jsonnet', seeds: [13, 14, 15], resources: gpu_share },
+    // the same six runs extended by a second epoch (device_session.sh mt's second pass, --extend)
+    { spec: '../mt/tvsub_transformer_small_gpu.jsonnet', seeds: [13, 14, 15], resources: gpu_share,
+      configs: { e2: ['trainer.num_epochs=2'] } },
+    { spec: '../mt/tvsub_big_small_gpu.jsonnet', seeds: [13, 14, 15], resources: gpu_share,
+      configs: { e2: ['trainer.num_epochs=2'] } },
     { spec: '../mt/tvsub_transformer_small.jsonnet', seeds: [13, 14, 15], resources: { cpus: 1, memory_gb: 4 },
       configs: { '160k-e1': cpu_160k(import '../mt/tvsub_transformer_small.jsonnet') } },
     { spec: '../mt/tvsub_big_small.jsonnet', seeds: [13, 14, 15], resources: { cpus: 1, memory_gb: 4 },

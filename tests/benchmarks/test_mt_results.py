@@ -302,3 +302,25 @@ def test_tiny_tatoeba_spec_is_cut_to_the_check():
     assert spec["dataset_reader"]["max_instances"] == 200 and spec["validation_dataset_reader"]["max_instances"] == 50
     assert spec["trainer"]["num_epochs"] == 1 and list(spec["test_sets"]) == ["tatoeba"]
     assert spec["test_sets"]["tatoeba"]["reader"]["max_instances"] == 40
+
+
+def test_parameters_are_counted_from_the_spec_and_vocabulary_without_the_weights(tmp_path, monkeypatch):
+    """A device call brings its runs back without checkpoints (results.tar.gz): the count made from
+    the spec and the saved vocabulary equals that of the trained archive, before and after the
+    checkpoints are gone."""
+    from multigrain.platform import suite as suites
+    from multigrain.platform.runs import Run
+
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("CI", "true")
+    smoke = ROOT / "jsonnet_configs" / "suites" / "smoke.jsonnet"
+    (run,) = suites.plan(smoke, suites.load_suite(smoke), tmp_path, only="tvsub_transformer_small [smoke]")
+    Run(run.spec, run.run_dir).train()
+    model = Run(run.spec, run.run_dir).load_archive(device="cpu").model
+    trained = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    assert mt_results.count_parameters(run.spec, Path(run.run_dir)) == trained
+    checkpoints = sorted(Path(run.run_dir).glob("*.pt"))
+    assert [p.name for p in checkpoints] == ["best.pt", "last.pt"]
+    for checkpoint in checkpoints:
+        checkpoint.unlink()
+    assert mt_results.count_parameters(run.spec, Path(run.run_dir)) == trained > 1_000_000

@@ -50,7 +50,9 @@ KNOWN = ["## NER results", "## Sentence results", "## Lattice-BERT", "## Transla
          "## Lattice-BERT at 2.4M characters", "## Lattice-BERT at 800,000 characters, batches of 16",
          "## Translation on a GPU: base, one epoch of 280,000 pairs",
          "## Lattice-BERT at 4,000,000 characters, batches of 16", "## Translation on the CPU: 40 minutes",
-         "## Translation on the CPU: 40 minutes, the second recipe"]
+         "## Translation on the CPU: 40 minutes, the second recipe",
+         "## Translation on a GPU: small, one epoch of every TVsub pair",
+         "## Translation on a GPU: small, two epochs of every TVsub pair"]
 ABSENT = "<absent>"  # a spec key a run does not have
 #: sections whose rows were measured with an earlier version of their entries' specs: the settings
 #: must differ (when the table is remade from the suite's runs, take the section out of here)
@@ -202,7 +204,7 @@ def sentence_rows(lines: list[str], selection) -> list[Row]:
 def mt_rows(lines: list[str], selection) -> list[Row]:
     assert selection is not None, "a translation section names its runs on a `Suite:` line (with --only)"
     settings = next(re.search(r"Settings: size `(\w+)(?: \((\w+) recipe\))?`, (\d+) epochs, batch (\d+|at most [\d,]+ "
-                              r"tokens \(source \+ target\)), ([\d,]+) TVsub training pairs, seeds ([\d, ]+);", line)
+                              r"tokens \(source \+ target\)), ((?:all )?[\d,]+) TVsub training pairs, seeds ([\d, ]+);", line)
                     for line in lines if line.startswith("Settings:"))
     size, variant, epochs, batch, pairs, seeds = settings.groups()
     batching = ({"data_loader.batch_size": int(batch)} if batch.isdigit()  # pairs, or a token budget
@@ -222,7 +224,9 @@ def mt_rows(lines: list[str], selection) -> list[Row]:
         assert len(labels) == 1, f"{r['encoder']}: the Suite line selects {sorted(labels)} of {stem}.jsonnet"
         out.append(Row(f"{r['encoder']} ({stem})", labels.pop(), seeds,
                        {"trainer.num_epochs": int(epochs), **batching,
-                        "dataset_reader.max_instances": int(pairs.replace(",", ""))}, test_sets=tested))
+                        # every pair: the spec cuts nothing
+                        "dataset_reader.max_instances": ABSENT if pairs.startswith("all ")
+                        else int(pairs.replace(",", ""))}, test_sets=tested))
     return out
 
 

@@ -110,7 +110,8 @@ def summary_lines(runs, outcome: dict) -> list[str]:
     lines = []
     for r in runs:
         o = outcome.get(r.index, {})
-        lines.append(f"{o.get('state', '?'):<9} {r.label:<40} {_scores(o.get('result') or {})}"
+        scores = _scores(o["result"]) if o.get("result") else ""  # a failed or stopped run has none
+        lines.append(f"{o.get('state', '?'):<9} {r.label:<40} {scores}"
                      + (f"  ({o['error']})" if o.get("error") else ""))
     return lines
 
