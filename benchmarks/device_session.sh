@@ -92,21 +92,30 @@ for part in "$@"; do
             # one does; the inverse-sqrt schedule never reads the run's length). Every pass is a finished
             # set of runs with its own table (mt_e<epochs>.json/.md). Runs still going 30 s before the
             # end are stopped, leaving time for the tables and the archive.
+            # A pass of N epochs selects the suite's `tvsub_*_small_gpu [eN]` entries where it has them
+            # (the same spec hashes as -o trainer.num_epochs=N, in those entries' run directories).
             epochs=${MT_EPOCHS:-1}
             while :; do
                 [ $((mt_end - SECONDS)) -gt 60 ] || break
                 pass_start=$SECONDS
-                epoch_cut=()
-                [ -n "${MT_EPOCHS:-}" ] || [ "$epochs" -gt 1 ] && epoch_cut=(-o "trainer.num_epochs=$epochs")
-                echo "mt: pass of $epochs epoch(s), $((mt_end - SECONDS)) s left ($(date -u +%T))"
+                only=('tvsub_*_small_gpu') epoch_cut=() table=()
+                if [ -n "${MT_EPOCHS:-}" ] || [ "$epochs" -gt 1 ]; then
+                    if $PY -c "import sys; from multigrain.platform.suite import entry_labels, load_suite
+sys.exit(f'tvsub_big_small_gpu [e{sys.argv[1]}]' not in
+         {name for _, _, name, _ in entry_labels(load_suite('jsonnet_configs/suites/mt.jsonnet'))})" "$epochs"
+                    then only=("tvsub_*_small_gpu [e$epochs]") table=(--config "e$epochs")
+                    else epoch_cut=(-o "trainer.num_epochs=$epochs") table=("${epoch_cut[@]}")
+                    fi
+                fi
+                echo "mt: pass of $epochs epoch(s), ${only[0]}, $((mt_end - SECONDS)) s left ($(date -u +%T))"
                 # shellcheck disable=SC2086
                 timeout -k 20 $((mt_end - SECONDS)) $PY benchmarks/suite_processes.py \
-                    jsonnet_configs/suites/mt.jsonnet --only 'tvsub_*_small_gpu' --seeds $seeds --extend \
+                    jsonnet_configs/suites/mt.jsonnet --only "${only[0]}" --seeds $seeds --extend \
                     --runs-dir "$RUNS/mt" --logs "$RUNS/logs" --seconds $((mt_end - SECONDS - 30)) \
                     "${epoch_cut[@]}" "${cut[@]}" \
                     || { echo "mt: a run of the $epochs-epoch pass failed or ran out of time"; status=1; break; }
                 $PY benchmarks/mt_results.py --suite jsonnet_configs/suites/mt.jsonnet --variant gpu \
-                    --runs-dir "$RUNS/mt" "${epoch_cut[@]}" "${cut[@]}" --out "$RUNS/mt_e$epochs.json" \
+                    --runs-dir "$RUNS/mt" "${table[@]}" "${cut[@]}" --out "$RUNS/mt_e$epochs.json" \
                     --results "$RUNS/mt_e$epochs.md" --section "## Translation on a GPU, $epochs epoch(s)" \
                     | grep -v "no finished run"
                 pass=$((SECONDS - pass_start))
