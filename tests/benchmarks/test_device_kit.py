@@ -3,6 +3,7 @@ parts asked for; a missing data folder is refused in one line before any archive
 over the travel limit is refused in one line (its archive stays, to be repacked with fewer parts)."""
 import sys
 import tarfile
+import zipfile
 
 import pytest
 
@@ -22,12 +23,31 @@ def kit(tmp_path, monkeypatch):
 
     def fetch_wheels(target, python_version):
         target.mkdir(parents=True, exist_ok=True)
-        (target / f"jieba-0.42.1-py3-none-any-{python_version}.whl").write_bytes(b"wheel")
+        with zipfile.ZipFile(target / f"jieba-0.42.1-py3-none-any-{python_version}.whl", "w") as wheel:
+            wheel.writestr("jieba/__init__.py", "import nothing_here\n")
+            wheel.writestr("jieba/dict.txt", "中国 10 ns\n北京 5 ns\n")
+            wheel.writestr("jieba/finalseg/__init__.py", "")
 
     monkeypatch.setattr(device_kit, "DATA", data)
     monkeypatch.setattr(device_kit, "KIT", tmp_path / ".device")
     monkeypatch.setattr(device_kit, "fetch_wheels", fetch_wheels)
+    monkeypatch.setattr(device_kit, "installed_backbone", lambda: tiny_backbone(tmp_path / "m3e-small"))
     return tmp_path
+
+
+def tiny_backbone(folder):
+    """A BERT of the backbone's kind, saved as m3e-small is: config.json and a pytorch_model.bin."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    folder.mkdir(exist_ok=True)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=32)
+    config.to_json_file(str(folder / "config.json"))
+    torch.save(BertModel(config).state_dict(), folder / "pytorch_model.bin")
+    (folder / "tokenizer.json").write_text("{}", encoding="utf-8")
+    return folder
 
 
 def test_archive_holds_the_parts_folders_and_the_calls_are_printed(kit, capsys):
@@ -74,3 +94,39 @@ def test_lbert_and_ner_parts_pack_their_data(kit, capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "LB_CHARS=N LB_S=S bash benchmarks/device_session.sh lbert ner" in out
     assert device_kit.FOLDERS["lb"] == tuple(device_kit.CORPUS) + ("thucnews_titles",)
+
+
+def test_the_ner_kit_carries_the_backbone_in_float16_and_jiebas_dictionary_not_its_wheel(kit, capsys, tmp_path,
+                                                                                          monkeypatch):
+    """site.tar.gz: embedding/m3e-small with float16 weights that transformers loads into a float32 model
+    equal to the float32 weights rounded to float16, an empty embedding/__init__.py (found before an
+    installed package), jieba's __init__.py and dict.txt as the wheel has them; the wheel itself stays."""
+    import torch
+    from transformers import AutoModel
+
+    monkeypatch.setitem(device_kit.FOLDERS, "ner", ("tatoeba_cmn_eng",))  # the fixture's folders
+    assert device_kit.main(["--parts", "ner"]) == 0
+    assert "site.tar.gz" in capsys.readouterr().out
+    wheels = kit / ".device" / "wheels"
+    assert not list(wheels.glob("jieba-*.whl"))
+    unpacked = tmp_path / "site"
+    with tarfile.open(kit / ".device" / "site.tar.gz") as tar:
+        assert sorted(tar.getnames()) == ["embedding/__init__.py", "embedding/m3e-small/config.json",
+                                          "embedding/m3e-small/model.safetensors",
+                                          "embedding/m3e-small/tokenizer.json", "jieba/__init__.py",
+                                          "jieba/dict.txt"]
+        tar.extractall(unpacked, filter="data")
+    assert (unpacked / "embedding" / "__init__.py").read_bytes() == b""
+    assert (unpacked / "jieba" / "dict.txt").read_text(encoding="utf-8") == "中国 10 ns\n北京 5 ns\n"
+    original = torch.load(kit / "m3e-small" / "pytorch_model.bin", weights_only=True)
+    loaded = AutoModel.from_pretrained(str(unpacked / "embedding" / "m3e-small"), local_files_only=True).state_dict()
+    floats = [k for k, v in original.items() if v.is_floating_point()]
+    assert floats and all(loaded[k].dtype == torch.float32 for k in floats)
+    assert all(torch.equal(loaded[k], original[k].half().float()) for k in floats)
+    assert any(not torch.equal(loaded[k], original[k]) for k in floats)  # rounded, not the float32 weights
+
+
+def test_a_kit_whose_lattices_segment_with_jieba_keeps_its_wheel_and_carries_no_site(kit):
+    assert device_kit.main(["--parts", "mt"]) == 0
+    assert len(list((kit / ".device" / "wheels").glob("jieba-*.whl"))) == 1
+    assert not (kit / ".device" / "site.tar.gz").exists()
