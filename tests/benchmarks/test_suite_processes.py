@@ -177,16 +177,16 @@ def test_extend_continues_the_shorter_runs_and_equals_the_longer_spec_trained_st
                               capture_output=True, text=True, timeout=180)
     assert straight.returncode == 0, straight.stdout + straight.stderr
     assert "continuing" not in straight.stdout
-    import torch
+    from multigrain.platform.checkpoints import load_checkpoint  # weights_only=True
 
     for r in longer:
         twin = oracle / Path(r.run_dir).name
         expected = json.loads((twin / "metrics.json").read_text(encoding="utf-8"))
         got = r.result()
         assert {k: got[k] for k in COMPARED} == {k: expected[k] for k in COMPARED}
-        best = [torch.load(d / "best.pt", map_location="cpu", weights_only=False) for d in (Path(r.run_dir), twin)]
+        best = [load_checkpoint(d / "best.pt", "cpu") for d in (Path(r.run_dir), twin)]
         assert identical(*best), "best.pt"
-        last = [torch.load(d / "last.pt", map_location="cpu", weights_only=False) for d in (Path(r.run_dir), twin)]
+        last = [load_checkpoint(d / "last.pt", "cpu") for d in (Path(r.run_dir), twin)]
         assert last[0]["epoch"] == 2 and set(last[0]) == set(last[1])
         assert all(identical(last[0][k], last[1][k]) for k in last[0] if k != "seconds")  # weights, Adam, RNG
 
