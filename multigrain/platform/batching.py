@@ -1,6 +1,7 @@
 """Length-bucketed batching with per-batch padding and deterministic, resumable order."""
 from __future__ import annotations
 
+from itertools import chain
 from typing import Annotated, Callable, Iterator, Optional, Sequence, Union
 
 import torch
@@ -8,13 +9,22 @@ import torch
 from multigrain.platform.hints import Range
 
 
-def pad_ids(rows: list[list[int]], value: int = 0) -> torch.Tensor:
-    """Ragged id lists -> LongTensor [len(rows), longest] padded with ``value`` (at least 1 wide)."""
-    longest = max((len(r) for r in rows), default=0)
+def pad_ids(rows: Sequence[Sequence[int]], value: int = 0) -> torch.Tensor:
+    """Ragged id lists -> LongTensor [len(rows), longest] padded with ``value`` (at least 1 wide).
+    Lists and tuples of ints are joined into one tensor and scattered under a length mask (one
+    conversion per batch, not one per row: building batches is host time a GPU step waits on)."""
+    lengths = [len(r) for r in rows]
+    longest = max(lengths, default=0)
     out = torch.full((len(rows), max(1, longest)), value, dtype=torch.long)
-    for i, r in enumerate(rows):
-        if r:
-            out[i, : len(r)] = torch.as_tensor(r, dtype=torch.long)
+    if not longest:
+        return out
+    if all(isinstance(r, (list, tuple)) for r in rows):
+        real = torch.arange(out.shape[1]) < torch.tensor(lengths).unsqueeze(1)
+        out[real] = torch.tensor(list(chain.from_iterable(rows)), dtype=torch.long)  # row-major, as the mask
+        return out
+    for i, r in enumerate(rows):  # tensors or arrays
+        if lengths[i]:
+            out[i, : lengths[i]] = torch.as_tensor(r, dtype=torch.long)
     return out
 
 

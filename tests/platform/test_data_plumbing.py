@@ -47,3 +47,34 @@ def test_max_tokens_caps_padded_batch_size():
     lengths = [10] * 50 + [100] * 10
     for b in bucket_batches(lengths, 32, False, 0, 0, max_tokens=400):
         assert len(b) * max(lengths[i] for i in b) <= 400 or len(b) == 1
+
+
+def padded_one_row_at_a_time(rows, value):
+    """The oracle: each row written into its place in a [len(rows), max(1, longest)] tensor of ``value``."""
+    import torch
+
+    out = torch.full((len(rows), max([1] + [len(r) for r in rows])), value, dtype=torch.long)
+    for i, row in enumerate(rows):
+        for j, x in enumerate(row):
+            out[i, j] = int(x)
+    return out
+
+
+def test_pad_ids_equals_writing_each_row_in_place():
+    import torch
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from multigrain.platform.batching import pad_ids
+
+    ids = st.integers(-2 ** 40, 2 ** 40)
+    rows = st.lists(st.one_of(st.lists(ids, max_size=9), st.lists(ids, max_size=9).map(tuple),
+                              st.lists(ids, max_size=9).map(lambda r: torch.tensor(r, dtype=torch.long))), max_size=7)
+
+    @settings(max_examples=300, deadline=None)
+    @given(rows, st.integers(-3, 3))
+    def check(batch, value):
+        got = pad_ids(batch, value)
+        assert got.dtype == torch.long and torch.equal(got, padded_one_row_at_a_time(batch, value))
+
+    check()
