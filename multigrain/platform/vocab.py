@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from multigrain.platform.errors import ConfigurationError
 
@@ -81,6 +81,14 @@ class Vocabulary:
             raise KeyError(f"label {token!r} is not in the {namespace!r} vocabulary "
                            f"({', '.join(self._itos[namespace][:20])})")
         return 1  # OOV
+
+    def index_of(self, namespace: str) -> Callable[[str], int]:
+        """``token -> index`` of ``namespace``, as ``index`` gives it (a label namespace refuses an
+        unknown label; elsewhere an unknown token is OOV), with the table looked up once."""
+        if is_label_namespace(namespace):
+            return lambda token: self.index(namespace, token)
+        table = self._stoi[namespace]
+        return lambda token: table.get(token, 1)
 
     def indices(self, namespace: str, tokens: Iterable[str]) -> list[int]:
         table = self._stoi[namespace]

@@ -78,3 +78,37 @@ def test_pad_ids_equals_writing_each_row_in_place():
         assert got.dtype == torch.long and torch.equal(got, padded_one_row_at_a_time(batch, value))
 
     check()
+
+
+def test_index_of_is_index_with_the_table_looked_up_once():
+    import pytest
+
+    v = Vocabulary.from_counters({"chars": Counter("aaabbc"), "tags": Counter(["O", "B-X"])})
+    chars, tags = v.index_of("chars"), v.index_of("tags")
+    assert [chars(t) for t in "abcz@"] == [v.index("chars", t) for t in "abcz@"] == v.indices("chars", "abcz@")
+    assert [tags(t) for t in ["O", "B-X"]] == [v.index("tags", t) for t in ["O", "B-X"]]
+    with pytest.raises(KeyError, match="'I-X' is not in the 'tags' vocabulary"):
+        tags("I-X")
+
+
+def test_lattice_token_ids_are_the_char_ids_and_word_ids_looked_up_one_by_one():
+    """``CharLatticeModel.lattice_token_id`` (its lookups resolved once) against the per-token
+    definition: a character's id is ``char_ids([char])[0]`` (the embedder's own index where it has
+    one), a word's its ``words`` index (OOV 1), and 1 for every word without a ``words`` namespace."""
+    from types import SimpleNamespace
+
+    from multigrain.components.models.base import CharLatticeModel
+
+    with_words = Vocabulary.from_counters({"chars": Counter("中国人民"), "words": Counter(["中国", "人民"])})
+    without = Vocabulary.from_counters({"chars": Counter("中国人民")})
+    texts = ["中", "国", "银", "中国", "人民", "银行", ""]
+    for vocab in (with_words, without):
+        own_index = SimpleNamespace(index=lambda tokens: [100 + ord(t[0]) % 7 for t in tokens])
+        for embedder in (SimpleNamespace(), own_index):
+            model = SimpleNamespace(vocab=vocab, embedder=embedder)
+            model.char_ids = lambda tokens, m=model: CharLatticeModel.char_ids(m, tokens)
+            token_to_id = CharLatticeModel.lattice_token_id(model)
+            for text in texts:
+                assert token_to_id(text, False) == (vocab.index("words", text) if vocab.size("words") else 1)
+                if text:
+                    assert token_to_id(text, True) == model.char_ids([text])[0]

@@ -52,14 +52,16 @@ class CharLatticeModel(Model):
         return index(list(tokens)) if index is not None else self.vocab.indices("chars", list(tokens))
 
     def lattice_token_id(self) -> Callable[[str, bool], int]:
-        """``(token text, is_char) -> id`` for ``LatticeBatch.collate``."""
+        """``(token text, is_char) -> id`` for ``LatticeBatch.collate``: ``char_ids`` and the words'
+        ids, with the lookups resolved once per batch rather than once per token (it is called for
+        every lattice token while a batch is built)."""
         v = self.vocab
-        has_words = v.size("words") > 0
+        index = getattr(self.embedder, "index", None)
+        char_id = (lambda token: index([token])[0]) if index is not None else v.index_of("chars")
+        word_id = v.index_of("words") if v.size("words") > 0 else (lambda token: 1)
 
         def token_to_id(token: str, is_char: bool) -> int:
-            if is_char:
-                return self.char_ids([token])[0]
-            return v.index("words", token) if has_words else 1
+            return char_id(token) if is_char else word_id(token)
         return token_to_id
 
     def collate_lattices(self, lattices: Sequence[Optional[Lattice]]) -> Optional[LatticeBatch]:
