@@ -96,12 +96,10 @@ def count_parameters(spec: dict, run_dir: Path) -> int:
     """Trainable parameters of the run's model, built on the CPU from its spec and its saved
     vocabulary and resources; no weights are read, so a run a device call brought back without its
     checkpoints (``results.tar.gz``) is counted as well."""
-    from multigrain.platform import archive as files
+    from multigrain.platform.run_archive import built_model
     from multigrain.platform.runs import Run
 
-    run = Run(spec, run_dir, check_data_paths=False)
-    model = run.experiment.model.construct(vocab=files.read_vocabulary(run.run_dir),
-                                           offered={"resources": files.run_resources(run.run_dir)})
+    model, _ = built_model(Run(spec, run_dir, check_data_paths=False))
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 

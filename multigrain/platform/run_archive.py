@@ -16,6 +16,13 @@ from multigrain.platform import archive as files
 from multigrain.platform.errors import ConfigurationError
 
 
+def built_model(run):
+    """(``run``'s model built from its spec with its saved vocabulary and resources, no weights
+    loaded; that vocabulary)."""
+    vocab = files.read_vocabulary(run.run_dir)
+    return run.experiment.model.construct(vocab=vocab, offered={"resources": files.run_resources(run.run_dir)}), vocab
+
+
 def load_archive(run, weights: str = "best.pt", device: Optional[str] = None, reader: str = "test") -> files.Archive:
     """``run``'s model with ``weights`` loaded, on ``device`` (default: the trainer's), reading
     data with the spec's ``reader`` (``Experiment.reader_for``: train, validation or test)."""
@@ -25,8 +32,7 @@ def load_archive(run, weights: str = "best.pt", device: Optional[str] = None, re
 
     if not (run.run_dir / weights).exists():
         raise ConfigurationError(f"{run.run_dir}: no {weights} (did the training finish an epoch?)")
-    vocab = files.read_vocabulary(run.run_dir)
-    model = run.experiment.model.construct(vocab=vocab, offered={"resources": files.run_resources(run.run_dir)})
+    model, vocab = built_model(run)
     dev = pick_device(run.trainer.cuda_device) if device is None else torch.device(device)
     model.to(dev)
     files.load_weights(model, run.run_dir / weights, dev)
