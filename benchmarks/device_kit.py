@@ -137,8 +137,9 @@ def pack_site(archive: Path, backbone: Path | None, jieba_wheel: Path | None) ->
             add(tar, f"{BACKBONE[0]}/__init__.py", b"")
             add(tar, f"{folder}/model.safetensors", save(half, metadata={"format": "pt"}))
             config = (backbone / "config.json").read_bytes()
-            if not {"torch_dtype", "dtype"} & json.loads(config).keys():  # else transformers keeps float16
-                config = json.dumps({**json.loads(config), "torch_dtype": "float32"}, indent=2).encode()
+            settings = json.loads(config)
+            if not {"torch_dtype", "dtype"} & settings.keys():  # else transformers keeps float16
+                config = json.dumps({**settings, "torch_dtype": "float32"}, indent=2).encode()
             add(tar, f"{folder}/config.json", config)
             for name in BACKBONE_FILES:
                 if name != "config.json" and (backbone / name).is_file():
