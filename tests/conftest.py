@@ -50,6 +50,11 @@ def alive(pids) -> set[int]:
     return {pid for pid in pids if (fields := proc_stat(pid)) and fields[0] != "Z"}
 
 
+def children_of(pid: int) -> set[int]:
+    """The processes whose parent is ``pid``, zombies too."""
+    return {int(e.name) for e in Path("/proc").glob("[0-9]*") if (f := proc_stat(e.name)) and f[1] == str(pid)}
+
+
 def in_session(sid: int) -> set[int]:
     """The live processes of session ``sid``."""
     found = set()

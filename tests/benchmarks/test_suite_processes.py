@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import ROOT, alive, in_session, proc_stat, resume_tagger_spec, write_spec
+from conftest import ROOT, alive, children_of, in_session, proc_stat, resume_tagger_spec, write_spec
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -75,11 +75,6 @@ def snapshot(folders) -> dict:
 def summary(stdout: str, state: str) -> list[str]:
     """The labels of the summary lines in ``state``."""
     return [" ".join(line.split()[1:3]) for line in stdout.splitlines() if line.startswith(f"{state} ")]
-
-
-def children(pid: int) -> set[int]:
-    """The live processes whose parent is ``pid``."""
-    return alive(int(e.name) for e in Path("/proc").glob("[0-9]*") if (f := proc_stat(e.name)) and f[1] == str(pid))
 
 
 def log_of(run, logs: Path) -> Path:
@@ -196,7 +191,7 @@ def watch(proc: subprocess.Popen, until, timeout: float, runs: set) -> set[int]:
     ``runs`` the run processes it starts (each leads a session of its own); returns ``runs``."""
     deadline = time.monotonic() + timeout
     while proc.poll() is None and time.monotonic() < deadline and not until():
-        runs |= {c for c in children(proc.pid) if (f := proc_stat(c)) and f[3] == str(c)}
+        runs |= {c for c in alive(children_of(proc.pid)) if (f := proc_stat(c)) and f[3] == str(c)}
         time.sleep(0.1)
     return runs
 

@@ -28,7 +28,7 @@ from multigrain.platform.errors import SpecError
 from multigrain.platform.experiment import Experiment
 from multigrain.platform.specs import apply_overrides, load_spec
 from multigrain.platform.hints import Range
-from tests.conftest import ROOT, proc_stat, resume_tagger_spec, run_cli, write_spec
+from tests.conftest import ROOT, children_of, resume_tagger_spec, run_cli, write_spec
 
 EXAMPLES = int(os.environ.get("MULTIGRAIN_HYPOTHESIS_EXAMPLES", "40"))
 PROPERTY = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow],
@@ -242,26 +242,17 @@ ENDLESS = "local f(x) = f(x) tailstrict; f(1)\n"
 HUGE = "local fib(n) = if n < 2 then n else fib(n - 1) + fib(n - 2); { a: fib(60) }\n"  # time, not memory
 
 
-def children() -> set:
-    """Pids of this process's children (zombies too), from /proc."""
-    found = set()
-    for entry in Path("/proc").glob("[0-9]*"):
-        if (fields := proc_stat(entry.name)) and int(fields[1]) == os.getpid():
-            found.add(int(entry.name))
-    return found
-
-
 @pytest.mark.parametrize("text", [ENDLESS, HUGE], ids=["endless recursion", "huge computation"])
 def test_jsonnet_evaluation_is_stopped_at_its_time_limit(tmp_path, text):
     path = tmp_path / "endless.jsonnet"
     path.write_text(text)
-    before, started = children(), time.monotonic()
+    before, started = children_of(os.getpid()), time.monotonic()
     with pytest.raises(SpecError) as error:
         load_spec(path, jsonnet_timeout=1.5)
     assert 1.5 <= time.monotonic() - started < 30
     assert error.value.source == str(path) and len(error.value.problems) == 1
     assert "took longer than 1.5 s and was stopped" in str(error.value) and "--jsonnet-timeout" in str(error.value)
-    assert children() <= before  # the evaluator was killed and reaped: no process, no zombie left
+    assert children_of(os.getpid()) <= before  # the evaluator was killed and reaped: no process, no zombie left
 
 
 @pytest.mark.parametrize("command", ["validate", "train", "quickstart"])
