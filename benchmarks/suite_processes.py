@@ -87,7 +87,8 @@ def run_all(runs: list, logs: Path, seconds: float | None, every: float, print_l
             extend: bool = False) -> dict[int, dict]:
     """Train every run not finished yet, side by side; ``outcome`` as ``multigrain suite`` gives it:
     index -> {"state": finished | failed | stopped, "result" or "error"}."""
-    outcome = {r.index: {"state": "finished", "result": r.result(), "reused": True} for r in runs if r.result()}
+    outcome = {r.index: {"state": "finished", "result": result, "reused": True}
+               for r in runs if (result := r.result()) is not None}
     todo = [r for r in runs if r.index not in outcome]
     print_line(f"{len(runs)} runs: {len(todo)} to train or resume, {len(outcome)} finished already")
     logs.mkdir(parents=True, exist_ok=True)
