@@ -48,6 +48,7 @@ from multigrain.components.embedders.hf_transformer import (  # noqa: E402
     index_tokens, read_vocabulary, resolve_model_path)
 from multigrain.platform.errors import DataError, MultigrainError  # noqa: E402
 from multigrain.platform.kinds import Reader  # noqa: E402
+from multigrain.platform.progress import progress  # noqa: E402
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
 
@@ -222,7 +223,8 @@ def run_epoch(model, rows: list[list[int]], args: argparse.Namespace, specials: 
     cls, sep, pad, mask_id = (specials[t] for t in ("[CLS]", "[SEP]", "[PAD]", "[MASK]"))
     order = torch.randperm(len(rows), generator=generator).tolist()
     loss_sum, predicted, correct = torch.zeros(()), 0, 0
-    for start in range(0, len(order), args.batch_size):
+    starts = range(0, len(order), args.batch_size)
+    for start in progress(starts, total=len(starts), desc="masked-LM steps", unit="steps"):
         batch = [rows[i] for i in order[start:start + args.batch_size]]
         width = max(map(len, batch))
         x = torch.tensor([r + [pad] * (width - len(r)) for r in batch])

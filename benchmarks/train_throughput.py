@@ -44,6 +44,13 @@ even where it ran on an idle core). The ratios are given for both.
 non-padding target positions alone and its tied table's gradient is made once; ours and bare alike,
 Marian as it is).
 
+``--diagnose`` adds two more: ``ours_prebuilt``, our trainer fed batches whose tensors were built
+before the clock started (what the trainer costs beside building them: the copy to the device, the
+loss sum, the loop), and ``ours_inline``, the batches built on the training thread (``prefetch`` 0:
+what the prefetching thread hides). ``-o KEY=VALUE`` changes every model's spec as ``multigrain train
+-o`` does: a much smaller model on the CPU (``-o model.encoder.hidden_size=32 ...``) is bound by
+the host's per-operation cost, as the translators' steps on a GPU are.
+
 ``--compile`` adds a fourth system, ``ours_compiled``: our ``Trainer`` with ``trainer.compile: true``
 (the training forward through ``torch.compile``, dynamic shapes), timed after the same warm-up
 batches, which pay for the compilation.
@@ -120,7 +127,7 @@ class Setup:
 
     def __init__(self, name: str, args, work: Path):
         self.name = name
-        spec = load_spec(ROOT / MODELS[name])
+        spec = load_spec(ROOT / MODELS[name], args.override)
         spec["dataset_reader"] = {**spec["dataset_reader"], "max_instances": args.instances}
         for key in ("validation_data_path", "test_data_path", "test_sets"):
             spec.pop(key, None)
@@ -153,11 +160,14 @@ class Setup:
             raise SystemExit(f"{name}: {len(order)} batches from {len(self.instances)} examples, {need} needed; "
                              f"raise --instances")
         self.warmup, self.measured = order[:args.warmup], order[args.warmup:need]
-        self.tokens, clock = 0, Clock()
-        for idx in self.measured:
+        self.tokens = 0
+        for idx in self.measured:  # the first batches of an example also derive what it keeps (Instance.memo)
             chunk = [self.instances[i] for i in idx]
             self.tokens += batch_tokens(self.model, chunk, self.model.tensorize(chunk))
-        self.tensorize_cpu = clock.read()[1]  # with the token counting (small): what ours does more than bare
+        clock = Clock()
+        for idx in self.measured:
+            self.model.tensorize([self.instances[i] for i in idx])
+        self.tensorize_cpu = clock.read()[1]  # what ours does more than bare at every later epoch
         self.device = torch.device(args.device)
 
     def fresh(self):
@@ -167,12 +177,20 @@ class Setup:
         return self.model.to(self.device)
 
     # the three systems: each returns the seconds of the measured steps ------------------------
-    def ours(self, compile: bool = False) -> tuple[float, float]:
+    def ours(self, compile: bool = False, prefetch: int = 2, prebuilt: bool = False) -> tuple[float, float]:
+        """Our trainer; ``prefetch`` 0: the batches built on the training thread; ``prebuilt``: each
+        batch's tensors built before the clock starts (on the host), so that the step does
+        everything but building them (the trainer's diagnosis, ``--diagnose``)."""
         self.fresh()
         self.exp.trainer.compile = compile
-        data = FixedBatches(self.instances, self.model.tensorize, self.model.instance_length, 1, False)
+        tensorize = self.model.tensorize
+        if prebuilt:
+            built = {tuple(map(id, chunk)): tensorize(chunk) for chunk in
+                     ([self.instances[i] for i in idx] for idx in self.warmup + self.measured)}
+            tensorize = lambda chunk: built[tuple(map(id, chunk))]  # noqa: E731
+        data = FixedBatches(self.instances, tensorize, self.model.instance_length, 1, False)
         data.plan = self.warmup  # the schedule's steps per epoch, as bare's
-        trainer = Trainer(self.exp.trainer, self.model, data, None, self.run_dir)
+        trainer = Trainer(self.exp.trainer, self.model, data, None, self.run_dir, prefetch=prefetch)
         seed_everything(self.exp.seed)  # the same dropout masks as bare's
         trainer._train_epoch(0)
         data.plan = self.measured
@@ -286,6 +304,11 @@ def main() -> None:
     p.add_argument("--compile", action="store_true", help="also time our Trainer with trainer.compile: true")
     p.add_argument("--pack-targets", action="store_true",
                    help="the translators' decoder with pack_targets: true (ours and bare; Marian as it is)")
+    p.add_argument("--diagnose", action="store_true",
+                   help="also time ours with each batch built beforehand (ours_prebuilt) and on the training thread "
+                        "(ours_inline)")
+    p.add_argument("-o", "--override", action="append", default=[],
+                   help="KEY=VALUE applied to every model's spec, as multigrain train -o (e.g. a smaller size)")
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "train_throughput.json"))
     args = p.parse_args()
     torch.set_num_threads(args.threads)
@@ -298,6 +321,9 @@ def main() -> None:
             systems = {"ours": setup.ours, "bare": setup.bare}
             if args.compile:
                 systems["ours_compiled"] = lambda: setup.ours(compile=True)
+            if args.diagnose:
+                systems["ours_prebuilt"] = lambda: setup.ours(prebuilt=True)
+                systems["ours_inline"] = lambda: setup.ours(prefetch=0)
             if "target_output" in setup.model.tensorize([setup.instances[0]]):
                 systems["marian"] = setup.marian
             times: dict[str, list[tuple[float, float]]] = {k: [] for k in systems}
@@ -321,6 +347,10 @@ def main() -> None:
             if "ours_compiled" in wall:
                 row["compiled_over_ours_wall"] = round(wall["ours_compiled"] / wall["ours"], 3)
                 row["compiled_over_ours_cpu"] = round(cpu["ours_compiled"] / cpu["ours"], 3)
+            for key in ("ours_prebuilt", "ours_inline"):
+                if key in wall:
+                    row[f"{key}_over_bare_wall"] = round(wall[key] / wall["bare"], 3)
+                    row[f"{key}_over_bare_cpu"] = round(cpu[key] / cpu["bare"], 3)
             if "marian" in wall:
                 row["ours_over_marian_wall"] = round(wall["ours"] / wall["marian"], 3)
                 row["ours_over_marian_cpu"] = round(cpu["ours"] / cpu["marian"], 3)
@@ -331,7 +361,7 @@ def main() -> None:
               "cpu_count": os.cpu_count(), "load_average_before": [round(x, 2) for x in load_before],
               "load_average_after": [round(x, 2) for x in os.getloadavg()],
               "seconds": round(time.time() - started, 1), "rounds": args.rounds, "warmup": args.warmup,
-              "pack_targets": args.pack_targets,
+              "pack_targets": args.pack_targets, "overrides": args.override,
               "targets": {"ours_over_bare": 0.95 if device.type == "cpu" else 0.90, "ours_over_marian": 1.2},
               "models": rows}
     out = Path(args.out)

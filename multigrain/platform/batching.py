@@ -1,6 +1,7 @@
 """Length-bucketed batching with per-batch padding and deterministic, resumable order."""
 from __future__ import annotations
 
+from array import array
 from itertools import chain
 from typing import Annotated, Callable, Iterator, Optional, Sequence, Union
 
@@ -9,18 +10,41 @@ import torch
 from multigrain.platform.hints import Range
 
 
+_SIGNED_INTS = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}  # by an array's itemsize
+
+
+def _one_signed_type(rows: Sequence) -> bool:
+    return all(isinstance(r, array) for r in rows) and len({r.typecode for r in rows}) == 1 \
+        and rows[0].typecode in "bhilq"
+
+
+def joined_ids(rows: Sequence[array]) -> torch.Tensor:
+    """The ids of ``rows`` (``array.array`` of one signed type code), end to end, as a LongTensor:
+    one copy of their bytes, without a Python int per id."""
+    if not _one_signed_type(rows):
+        raise TypeError("joined_ids: rows must be array.array of one signed type code (b, h, i, l or q)")
+    data = bytearray(b"".join(rows))
+    if not data:
+        return torch.zeros(0, dtype=torch.long)
+    return torch.frombuffer(data, dtype=_SIGNED_INTS[rows[0].itemsize]).long()
+
+
 def pad_ids(rows: Sequence[Sequence[int]], value: int = 0) -> torch.Tensor:
     """Ragged id lists -> LongTensor [len(rows), longest] padded with ``value`` (at least 1 wide).
-    Lists and tuples of ints are joined into one tensor and scattered under a length mask (one
-    conversion per batch, not one per row: building batches is host time a GPU step waits on)."""
+    Lists and tuples of ints, or ``array.array`` rows of one signed type code, are joined into one
+    tensor and scattered under a length mask (one conversion per batch, not one per row: building
+    batches is host time, and on a GPU a step waits on it for the interpreter lock)."""
     lengths = [len(r) for r in rows]
     longest = max(lengths, default=0)
     out = torch.full((len(rows), max(1, longest)), value, dtype=torch.long)
     if not longest:
         return out
+    real = torch.arange(out.shape[1]) < torch.tensor(lengths).unsqueeze(1)
     if all(isinstance(r, (list, tuple)) for r in rows):
-        real = torch.arange(out.shape[1]) < torch.tensor(lengths).unsqueeze(1)
         out[real] = torch.tensor(list(chain.from_iterable(rows)), dtype=torch.long)  # row-major, as the mask
+        return out
+    if _one_signed_type(rows):
+        out[real] = joined_ids(rows)
         return out
     for i, r in enumerate(rows):  # tensors or arrays
         if lengths[i]:

@@ -10,7 +10,7 @@ file, the line and at most a few offending characters, never the line itself (a 
 not mean to show, ``/etc/passwd`` as a data path, stays unprinted)."""
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Optional
 
 #: the longest line a line-based reader accepts (a sentence, a title, a pair, a TSV row)
 MAX_LINE_CHARS = 1_000_000
@@ -21,13 +21,27 @@ class Instance(dict):
 
     ``source`` is ``(path, line)`` of the example's first line (1-based), so that any later
     error about this example can name where it came from.
+
+    ``remember(owner, value)`` keeps one value derived from the fields with the example, for the
+    ``owner`` that derived it (``memo(owner)`` gives it back, None for any other owner): what a model
+    would otherwise compute again at every epoch, such as the example's ids under its own
+    vocabulary, so a model passes a token of its own as ``owner``. The fields must not change
+    afterwards; pickling leaves the value behind.
     """
 
-    __slots__ = ("source",)
+    __slots__ = ("source", "_memo")
 
     def __init__(self, fields: dict[str, Any] | None = None, source: tuple[str, int] | None = None, **kw):
         super().__init__(fields or {}, **kw)
         self.source = source
+        self._memo: Optional[tuple[object, Any]] = None
+
+    def memo(self, owner: object) -> Any:
+        memo = self._memo
+        return memo[1] if memo is not None and memo[0] is owner else None
+
+    def remember(self, owner: object, value: Any) -> None:
+        self._memo = (owner, value)
 
     def where(self) -> str:
         return f"{self.source[0]}:{self.source[1]}" if self.source else "<memory>"

@@ -18,7 +18,8 @@ import train_throughput  # noqa: E402
 
 @pytest.mark.parametrize("pack_targets", [False, True])
 def test_the_bare_loop_trains_as_the_trainer_does(tmp_path, single_thread, pack_targets):
-    args = argparse.Namespace(instances=120, batch_size=8, device="cpu", warmup=2, steps=2, pack_targets=pack_targets)
+    args = argparse.Namespace(instances=120, batch_size=8, device="cpu", warmup=2, steps=2, pack_targets=pack_targets,
+                              override=[])
     setup = train_throughput.Setup("small", args, tmp_path)
     initial = {k: v.clone() for k, v in setup.initial.items()}
     wall, cpu = setup.ours()
@@ -28,6 +29,9 @@ def test_the_bare_loop_trains_as_the_trainer_does(tmp_path, single_thread, pack_
     bare = setup.model.state_dict()
     assert any(not torch.equal(ours[k], initial[k]) for k in ours)  # it trained
     assert all(torch.equal(ours[k], bare[k]) for k in ours)
+    for diagnosis in ({"prebuilt": True}, {"prefetch": 0}):  # --diagnose's systems: the same steps again
+        setup.ours(**diagnosis)
+        assert all(torch.equal(ours[k], v) for k, v in setup.model.state_dict().items()), diagnosis
     assert setup.model.decoder.pack_targets is pack_targets
     assert all(t > 0 for t in setup.marian())
     assert setup.tokens == sum(int(b["mask"].sum()) + int((b["target_output"] != setup.model.subwords.pad).sum())
@@ -38,7 +42,8 @@ def test_the_bare_loop_trains_as_the_trainer_does(tmp_path, single_thread, pack_
 def test_a_tiny_run_writes_its_json(tmp_path, monkeypatch, single_thread):
     out = tmp_path / "throughput.json"
     monkeypatch.setattr(sys, "argv", ["train_throughput.py", "--models", "plte", "--steps", "1", "--warmup", "1",
-                                      "--rounds", "2", "--instances", "40", "--batch-size", "8", "--out", str(out)])
+                                      "--rounds", "2", "--instances", "40", "--batch-size", "8", "--diagnose",
+                                      "-o", "model.encoder.num_layers=1", "--out", str(out)])
     train_throughput.main()
     result = json.loads(out.read_text())
     assert result["threads"] == 1 and result["torch"] == torch.__version__ and len(result["load_average_before"]) == 3
@@ -47,3 +52,6 @@ def test_a_tiny_run_writes_its_json(tmp_path, monkeypatch, single_thread):
     ours, bare = (statistics.median(row["cpu_seconds"][k]) for k in ("ours", "bare"))
     assert row["ours_over_bare_cpu"] == round(bare / ours, 3) or abs(row["ours_over_bare_cpu"] - bare / ours) < 0.02
     assert row["ours_over_bare_wall"] > 0 and len(row["wall_seconds"]["ours"]) == 2
+    assert set(row["wall_seconds"]) == {"ours", "bare", "ours_prebuilt", "ours_inline"}
+    assert all(row[f"ours_{k}_over_bare_wall"] > 0 for k in ("prebuilt", "inline"))
+    assert result["overrides"] == ["model.encoder.num_layers=1"]

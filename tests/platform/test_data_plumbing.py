@@ -112,3 +112,58 @@ def test_lattice_token_ids_are_the_char_ids_and_word_ids_looked_up_one_by_one():
                 assert token_to_id(text, False) == (vocab.index("words", text) if vocab.size("words") else 1)
                 if text:
                     assert token_to_id(text, True) == model.char_ids([text])[0]
+
+
+def test_pad_ids_of_arrays_and_joined_ids():
+    """``array.array`` rows (one signed type code) pad as their lists do; other rows are refused by
+    ``joined_ids`` and padded one at a time by ``pad_ids``."""
+    from array import array
+
+    import pytest
+    import torch
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from multigrain.platform.batching import joined_ids, pad_ids
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.sampled_from("bhilq"), st.lists(st.lists(st.integers(-100, 100), max_size=9), max_size=7),
+           st.integers(-3, 3))
+    def check(code, rows, value):
+        arrays = [array(code, r) for r in rows]
+        assert torch.equal(pad_ids(arrays, value), padded_one_row_at_a_time(rows, value))
+        if rows:
+            assert joined_ids(arrays).tolist() == [x for r in rows for x in r]
+
+    check()
+    mixed = [array("i", [1, 2]), array("q", [3])]
+    assert torch.equal(pad_ids(mixed, 0), torch.tensor([[1, 2], [3, 0]]))
+    for rows in (mixed, [array("I", [1])], [[1, 2]], []):
+        with pytest.raises(TypeError, match="one signed type code"):
+            joined_ids(rows)
+
+
+def test_an_instance_keeps_one_owners_value_and_pickling_leaves_it_behind():
+    import pickle
+
+    from multigrain.platform.data import Instance
+
+    x = Instance({"chars": ["a"]}, ("f.txt", 3))
+    first, second = object(), object()
+    assert x.memo(first) is None
+    x.remember(first, [1])
+    assert x.memo(first) == [1] and x.memo(second) is None
+    x.remember(second, [2])
+    assert x.memo(first) is None and x.memo(second) == [2]
+    y = pickle.loads(pickle.dumps(x))
+    assert y == x and y.source == ("f.txt", 3) and y.memo(second) is None
+
+
+def test_length_mask_is_true_at_each_rows_first_positions():
+    import torch
+
+    from multigrain.components.models.base import length_mask
+
+    assert torch.equal(length_mask([2, 0, 3]), torch.tensor([[1, 1, 0], [0, 0, 0], [1, 1, 1]]).bool())
+    assert length_mask([0, 0]).shape == (2, 1) and not length_mask([0]).any()
+    assert length_mask([]).shape == (0, 1) and length_mask([]).dtype == torch.bool

@@ -22,8 +22,8 @@ def source_of(instance: Instance) -> tuple[str, Optional[int]]:
 
 
 def length_mask(lengths: Sequence[int]) -> torch.Tensor:
-    """``[B, longest]`` bool: True at the first ``lengths[b]`` positions of row b."""
-    return pad_ids([[1] * n for n in lengths]).bool()
+    """``[B, longest]`` bool (at least 1 wide): True at the first ``lengths[b]`` positions of row b."""
+    return torch.arange(max(1, max(lengths, default=0))) < torch.tensor(lengths, dtype=torch.long).reshape(-1, 1)
 
 
 def count_lattice_words(lattice: Lattice, counters: dict[str, Counter]) -> None:

@@ -34,6 +34,7 @@ the reference streams, signature and cut sources.
 from __future__ import annotations
 
 import json
+from array import array
 from collections import Counter
 from typing import Any, Literal, Optional
 
@@ -45,7 +46,7 @@ from multigrain.components.models.base import CharLatticeModel, count_lattice_wo
 from multigrain.components.models.packing import Part, pack
 from multigrain.components.subwords import Subwords, train_subwords
 from multigrain.components.text import bigrams_of, split_chars
-from multigrain.platform.batching import pad_ids
+from multigrain.platform.batching import joined_ids, pad_ids
 from multigrain.platform.config import Lazy
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import ConfigurationError, DataError
@@ -97,6 +98,7 @@ class Translator(CharLatticeModel):
                                      f"{bleu.tokenize!r} differ: give the tokenizer once, as model.bleu.tokenize")
         self.metric = bleu if bleu is not None else Bleu(bleu_tokenize)
         self._cut = self._cut_last = 0  # sources cut in the evaluation under way / the last one
+        self._memo_owner = object()  # the examples' ids under this model (pair_ids)
 
     # data ----------------------------------------------------------------------------------------
     @classmethod
@@ -117,12 +119,12 @@ class Translator(CharLatticeModel):
         plus one (``target_input`` = BOS + pieces, ``target_output`` = pieces + EOS); 0 without a
         reference. For token-budget batches (``data_loader.max_tokens``: source + target tokens,
         padding counted): both sides are padded separately, so a batch of n pairs costs
-        ``n * (longest source + longest target)``."""
+        ``n * (longest source + longest target)``. The pair's ids are derived here once, before
+        the first epoch, and kept with it (:meth:`pair_ids`)."""
         source = min(len(instance["chars"]), self.max_source_length)
-        references = instance.get("references")
-        if not references:
+        if not instance.get("references"):
             return source, 0
-        return source, len(self.subwords.encode([references[0]])[0]) + 1
+        return source, len(self.pair_ids([instance], [source])[0]) - source + 1
 
     def source_length(self, instance: Instance) -> int:
         n = len(instance["chars"])
@@ -131,30 +133,63 @@ class Translator(CharLatticeModel):
                                                   f"{self.max_source_length} (truncate is off)")
         return min(n, self.max_source_length)
 
+    def pair_ids(self, instances: list[Instance], lengths: list[int]) -> list[array]:
+        """Each example's source character ids (its first ``lengths``: ``source_length``), then the subword
+        pieces of its first reference (none without one), as ``array('i')``: derived once per
+        example and model and kept with it (``Instance.memo``); the pieces of the examples not seen
+        before are encoded in one call."""
+        owner = self._memo_owner
+        ids = [x.memo(owner) for x in instances]
+        todo = [i for i, v in enumerate(ids) if v is None]
+        if todo:
+            first = [instances[i].get("references") for i in todo]
+            encoded = iter(self.subwords.encode([r[0] for r in first if r]))
+            for i, references in zip(todo, first):
+                x = instances[i]
+                v = array("i", self.char_ids(x["chars"][:lengths[i]]))
+                if references:
+                    v.extend(next(encoded))
+                x.remember(owner, v)
+                ids[i] = v
+        return ids
+
+    def target_tensors(self, pieces: list[array]) -> dict[str, torch.Tensor]:
+        """``target_input`` = BOS y, ``target_output`` = y EOS, ``[B, longest + 1]`` padded, and
+        ``target_positions``, from each example's pieces y (one copy of their ids)."""
+        s = self.subwords
+        lengths = torch.tensor([len(p) for p in pieces], dtype=torch.long).unsqueeze(1)
+        steps = torch.arange(int(lengths.max()) + 1)
+        flat = joined_ids(pieces)
+        target_output = torch.full((len(pieces), steps.numel()), s.pad, dtype=torch.long)
+        target_output[steps < lengths] = flat
+        target_output.scatter_(1, lengths, s.eos)
+        target_input = torch.full_like(target_output, s.pad)
+        target_input[:, 0] = s.bos
+        target_input[(steps >= 1) & (steps <= lengths)] = flat
+        return {"target_input": target_input, "target_output": target_output,
+                "target_positions": (target_output != s.pad).flatten().nonzero().squeeze(1)}
+
     def tensorize(self, instances: list[Instance]) -> dict[str, Any]:
-        chars, lattices = [], []
-        for x in instances:
-            n = self.source_length(x)
-            chars.append(list(x["chars"][:n]))
+        lengths = [self.source_length(x) for x in instances]  # an over-long source: the DataError, every time
+        ids = self.pair_ids(instances, lengths)
+        batch: dict[str, Any] = {"chars": pad_ids([v[:n] for v, n in zip(ids, lengths)]),
+                                 "mask": length_mask(lengths),
+                                 "truncated": torch.tensor([n < len(x["chars"]) for n, x in zip(lengths, instances)],
+                                                           dtype=torch.bool)}
+        if getattr(self.embedder, "bigrams", None) is not None:
+            batch["bigrams"] = pad_ids([self.vocab.indices("bigrams", bigrams_of(list(x["chars"][:n])))
+                                        for x, n in zip(instances, lengths)])
+        lattices = []
+        for x, n in zip(instances, lengths):
             lattice = x.get("lattice")
             if lattice is not None and n < len(x["chars"]):
                 lattice = pack([Part(x["chars"], lattice, 0, n)]).lattice
             lattices.append(lattice)
-        batch: dict[str, Any] = {"chars": pad_ids([self.char_ids(c) for c in chars]),
-                                 "mask": length_mask([len(c) for c in chars]),
-                                 "truncated": torch.tensor([len(c) < len(x["chars"])
-                                                            for c, x in zip(chars, instances)], dtype=torch.bool)}
-        if getattr(self.embedder, "bigrams", None) is not None:
-            batch["bigrams"] = pad_ids([self.vocab.indices("bigrams", bigrams_of(c)) for c in chars])
         lattice = self.collate_lattices(lattices)
         if lattice is not None:
             batch["lattice"] = lattice
         if all(x.get("references") for x in instances):
-            s = self.subwords
-            targets = s.encode([x["references"][0] for x in instances])
-            batch["target_input"] = pad_ids([[s.bos] + t for t in targets], s.pad)
-            batch["target_output"] = pad_ids([t + [s.eos] for t in targets], s.pad)
-            batch["target_positions"] = (batch["target_output"] != s.pad).flatten().nonzero().squeeze(1)
+            batch.update(self.target_tensors([v[n:] for v, n in zip(ids, lengths)]))
             batch["references"] = [list(x["references"]) for x in instances]
         return batch
 

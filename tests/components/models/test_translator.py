@@ -187,3 +187,71 @@ def test_max_tokens_batches_of_a_translator_count_source_and_target_with_padding
         assert len(indices) * (batch["chars"].shape[1] + batch["target_input"].shape[1]) <= 120
     assert sorted(seen) == list(range(len(instances)))
     assert batches.num_batches(0) > len(instances) // 50  # the budget, not batch_size, cut them
+
+
+def padded(rows: list[list[int]], value: int):
+    import torch
+
+    width = max([1] + [len(r) for r in rows])
+    return torch.tensor([list(r) + [value] * (width - len(r)) for r in rows], dtype=torch.long)
+
+
+def defined_batch(model, instances) -> dict:
+    """What ``tensorize`` gives, by its definition: each row's ids looked up and padded one at a time."""
+    s = model.subwords
+    n = [min(len(x["chars"]), model.max_source_length) for x in instances]
+    chars = [model.vocab.indices("chars", list(x["chars"][:k])) for x, k in zip(instances, n)]
+    pieces = [s.tokenizer.encode(x["references"][0], add_special_tokens=False).ids for x in instances]
+    target_output = padded([p + [s.eos] for p in pieces], s.pad)
+    return {"chars": padded(chars, 0), "mask": padded([[1] * len(c) for c in chars], 0).bool(),
+            "truncated": padded([[k < len(x["chars"])] for x, k in zip(instances, n)], 0).squeeze(1).bool(),
+            "target_input": padded([[s.bos] + p for p in pieces], s.pad), "target_output": target_output,
+            "target_positions": (target_output != s.pad).flatten().nonzero().squeeze(1)}
+
+
+def test_tensorize_is_its_definition_with_each_pairs_ids_derived_once_per_model(overfit):
+    """The pair's ids are kept with the example after its first batch (``Instance.memo``): later
+    batches, a batch in another order and a cut source give the defined tensors; another model
+    (or any other owner's value) never reads them."""
+    import torch
+
+    archive = overfit.archive
+    model = archive.model
+    instances = archive.read(overfit.spec["train_data_path"])[:12]
+    long = model.text_to_instance({"text": "我们" * 15, "references": ["We are."]})
+    for batch in (instances[:7], instances[:7], instances[3:12][::-1]):
+        got = model.tensorize(batch)
+        assert set(got) == {"chars", "mask", "truncated", "target_input", "target_output", "target_positions",
+                            "references"}
+        for key, value in defined_batch(model, batch).items():
+            assert got[key].dtype == value.dtype and torch.equal(got[key], value), key
+    assert all(x.memo(model._memo_owner) is not None for x in instances)
+    other = Run.open(overfit.run_dir).load_archive().model  # the same vocabulary: its own ids all the same
+    assert other._memo_owner is not model._memo_owner
+    assert all(x.memo(other._memo_owner) is None for x in instances)
+    assert torch.equal(other.tensorize(instances)["chars"], defined_batch(model, instances)["chars"])
+    from array import array
+
+    instances[0].remember(object(), array("i", [7] * 40))  # another owner's value: recomputed
+    assert torch.equal(model.tensorize(instances)["target_output"], defined_batch(model, instances)["target_output"])
+    model.truncate = True
+    try:
+        batch = [long, instances[1]]
+        for _ in range(2):
+            got = model.tensorize(batch)
+            for key, value in defined_batch(model, batch).items():
+                assert torch.equal(got[key], value), key
+            assert got["truncated"].tolist() == [True, False] and got["chars"].shape == (2, 20)
+    finally:
+        model.truncate = False
+    with pytest.raises(DataError, match="a source of 30 characters, more than max_source_length 20"):
+        model.tensorize([long])  # kept ids never hide the error once truncate is off
+    plain = model.text_to_instance({"text": "你好。"})  # no reference: source side only
+    assert set(model.tensorize([plain])) == {"chars", "mask", "truncated"}
+    fresh = archive.read(overfit.spec["train_data_path"])[20:26]  # a token budget's lengths derive the ids first
+    assert [model.instance_lengths(x) for x in fresh] == [(n, len(p) + 1) for n, p in zip(
+        defined_batch(model, fresh)["mask"].sum(1).tolist(), (model.subwords.encode([x["references"][0]])[0]
+                                                              for x in fresh))]
+    assert all(x.memo(model._memo_owner) is not None for x in fresh)
+    for key, value in defined_batch(model, fresh).items():
+        assert torch.equal(model.tensorize(fresh)[key], value), key
