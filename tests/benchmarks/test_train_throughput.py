@@ -55,3 +55,15 @@ def test_a_tiny_run_writes_its_json(tmp_path, monkeypatch, single_thread):
     assert set(row["wall_seconds"]) == {"ours", "bare", "ours_prebuilt", "ours_inline"}
     assert all(row[f"ours_{k}_over_bare_wall"] > 0 for k in ("prebuilt", "inline"))
     assert result["overrides"] == ["model.encoder.num_layers=1"]
+
+
+def test_compile_where_it_cannot_run_is_skipped_with_its_reason(tmp_path, monkeypatch, single_thread):
+    out = tmp_path / "throughput.json"
+    monkeypatch.setattr(train_throughput, "refusal", lambda device: "trainer.compile: no Triton here")
+    monkeypatch.setattr(sys, "argv", ["train_throughput.py", "--models", "plte", "--steps", "1", "--warmup", "1",
+                                      "--rounds", "1", "--instances", "40", "--batch-size", "8", "--compile",
+                                      "--out", str(out)])
+    train_throughput.main()
+    result = json.loads(out.read_text())
+    assert result["compile_refused"] == "trainer.compile: no Triton here"
+    assert set(result["models"][0]["wall_seconds"]) == {"ours", "bare"}
