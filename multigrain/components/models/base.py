@@ -9,7 +9,6 @@ from typing import Callable, Optional, Sequence
 import torch
 
 from multigrain.components.lattice.types import Lattice, LatticeBatch
-from multigrain.platform.batching import pad_ids
 from multigrain.platform.config import Lazy
 from multigrain.platform.data import Instance
 from multigrain.platform.kinds import Encoder, Model, TokenEmbedder
