@@ -76,8 +76,8 @@ os.environ.setdefault("MULTIGRAIN_QUIET", "1")  # progress lines (every 30 s) ra
 import torch  # noqa: E402
 
 from multigrain.platform import run_marker  # noqa: E402
-from multigrain.platform.compiling import refusal  # noqa: E402
 from multigrain.platform.batching import BatchIterator  # noqa: E402
+from multigrain.platform.compiling import refusal  # noqa: E402
 from multigrain.platform.devices import move_to  # noqa: E402
 from multigrain.platform.experiment import build_vocabulary, read_all  # noqa: E402
 from multigrain.platform.precision import Precision  # noqa: E402
