@@ -103,15 +103,19 @@ def test_lattice_token_ids_are_the_char_ids_and_word_ids_looked_up_one_by_one():
     without = Vocabulary.from_counters({"chars": Counter("中国人民")})
     texts = ["中", "国", "银", "中国", "人民", "银行", ""]
     for vocab in (with_words, without):
-        own_index = SimpleNamespace(index=lambda tokens: [100 + ord(t[0]) % 7 for t in tokens])
+        asked = []
+        own_index = SimpleNamespace(index=lambda tokens: asked.extend(tokens) or [100 + ord(t[0]) % 7 for t in tokens])
         for embedder in (SimpleNamespace(), own_index):
             model = SimpleNamespace(vocab=vocab, embedder=embedder)
             model.char_ids = lambda tokens, m=model: CharLatticeModel.char_ids(m, tokens)
             token_to_id = CharLatticeModel.lattice_token_id(model)
-            for text in texts:
+            for text in texts + texts:
                 assert token_to_id(text, False) == (vocab.index("words", text) if vocab.size("words") else 1)
                 if text:
                     assert token_to_id(text, True) == model.char_ids([text])[0]
+        # the pretrained index: asked once per distinct character by a batch's lookup, once by each char_ids above
+        distinct, every = [t for t in texts if t], [t for t in texts + texts if t]
+        assert sorted(asked) == sorted(distinct + every)
 
 
 def test_pad_ids_of_arrays_and_joined_ids():

@@ -53,10 +53,18 @@ class CharLatticeModel(Model):
     def lattice_token_id(self) -> Callable[[str, bool], int]:
         """``(token text, is_char) -> id`` for ``LatticeBatch.collate``: ``char_ids`` and the words'
         ids, with the lookups resolved once per batch rather than once per token (it is called for
-        every lattice token while a batch is built)."""
+        every lattice token while a batch is built); an embedder's own ``index`` (a pretrained
+        vocabulary) is asked once per distinct character of the batch."""
         v = self.vocab
         index = getattr(self.embedder, "index", None)
-        char_id = (lambda token: index([token])[0]) if index is not None else v.index_of("chars")
+        known: dict[str, int] = {}
+
+        def pretrained_char_id(token: str) -> int:
+            i = known.get(token)
+            if i is None:
+                i = known[token] = index([token])[0]
+            return i
+        char_id = v.index_of("chars") if index is None else pretrained_char_id
         word_id = v.index_of("words") if v.size("words") > 0 else (lambda token: 1)
 
         def token_to_id(token: str, is_char: bool) -> int:
