@@ -364,6 +364,11 @@ def main() -> None:
                 row["ours_over_marian_cpu"] = round(cpu["ours"] / cpu["marian"], 3)
             rows.append(row)
             print(json.dumps(row), flush=True)
+            write_result(args, rows, load_before, started, compile_refused)  # each model's row kept as it lands
+
+
+def write_result(args, rows: list[dict], load_before, started: float, compile_refused) -> None:
+    """The results JSON with the models measured so far, written whole (a temporary file renamed)."""
     device = torch.device(args.device)
     result = {"device": describe(device), "torch": torch.__version__, "threads": torch.get_num_threads(),
               "cpu_count": os.cpu_count(), "load_average_before": [round(x, 2) for x in load_before],
@@ -374,8 +379,10 @@ def main() -> None:
               "models": rows}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {out}")
+    partial = out.with_name(out.name + ".part")
+    partial.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    partial.replace(out)
+    print(f"wrote {out} ({len(rows)} of {len(args.models.split(','))} models)", flush=True)
 
 
 if __name__ == "__main__":

@@ -67,3 +67,23 @@ def test_compile_where_it_cannot_run_is_skipped_with_its_reason(tmp_path, monkey
     result = json.loads(out.read_text())
     assert result["compile_refused"] == "trainer.compile: no Triton here"
     assert set(result["models"][0]["wall_seconds"]) == {"ours", "bare"}
+
+
+def test_each_models_row_is_written_as_it_lands(tmp_path, monkeypatch, single_thread):
+    """A call stopped during its second model (a device call's time limit) keeps the first one's row."""
+    out = tmp_path / "throughput.json"
+    made, original = [], train_throughput.Setup
+
+    def setup(*args, **kwargs):
+        made.append(1)
+        if len(made) == 2:
+            raise KeyboardInterrupt  # as the time limit's signal would stop it
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(train_throughput, "Setup", setup)
+    monkeypatch.setattr(sys, "argv", ["train_throughput.py", "--models", "plte,small", "--steps", "1", "--warmup", "1",
+                                      "--rounds", "1", "--instances", "40", "--batch-size", "8", "--out", str(out)])
+    with pytest.raises(KeyboardInterrupt):
+        train_throughput.main()
+    result = json.loads(out.read_text())
+    assert [row["model"] for row in result["models"]] == ["plte"] and not list(tmp_path.glob("*.part"))
