@@ -84,6 +84,7 @@ from multigrain.platform.precision import Precision  # noqa: E402
 from multigrain.platform.runs import Run  # noqa: E402
 from multigrain.platform.specs import load_spec  # noqa: E402
 from multigrain.platform.training import Trainer, seed_everything  # noqa: E402
+from multigrain.platform.weights import write_atomically  # noqa: E402
 
 MODELS = {
     "small": "jsonnet_configs/mt/tvsub_transformer_small.jsonnet",
@@ -379,9 +380,8 @@ def write_result(args, rows: list[dict], load_before, started: float, compile_re
               "models": rows}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(out.name + ".part")
-    partial.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    partial.replace(out)
+    text = (json.dumps(result, indent=2) + "\n").encode("utf-8")
+    write_atomically(out, lambda f: f.write(text))
     print(f"wrote {out} ({len(rows)} of {len(args.models.split(','))} models)", flush=True)
 
 

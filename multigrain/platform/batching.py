@@ -29,6 +29,11 @@ def joined_ids(rows: Sequence[array]) -> torch.Tensor:
     return torch.frombuffer(data, dtype=_SIGNED_INTS[rows[0].itemsize]).long()
 
 
+def length_mask(lengths: Sequence[int]) -> torch.Tensor:
+    """``[B, longest]`` bool (at least 1 wide): True at the first ``lengths[b]`` positions of row b."""
+    return torch.arange(max(1, max(lengths, default=0))) < torch.tensor(lengths, dtype=torch.long).reshape(-1, 1)
+
+
 def pad_ids(rows: Sequence[Sequence[int]], value: int = 0) -> torch.Tensor:
     """Ragged id lists -> LongTensor [len(rows), longest] padded with ``value`` (at least 1 wide).
     Lists and tuples of ints, or ``array.array`` rows of one signed type code, are joined into one
@@ -39,7 +44,7 @@ def pad_ids(rows: Sequence[Sequence[int]], value: int = 0) -> torch.Tensor:
     out = torch.full((len(rows), max(1, longest)), value, dtype=torch.long)
     if not longest:
         return out
-    real = torch.arange(out.shape[1]) < torch.tensor(lengths).unsqueeze(1)
+    real = length_mask(lengths)
     if all(isinstance(r, (list, tuple)) for r in rows):
         out[real] = torch.tensor(list(chain.from_iterable(rows)), dtype=torch.long)  # row-major, as the mask
         return out

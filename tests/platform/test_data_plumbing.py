@@ -166,7 +166,7 @@ def test_an_instance_keeps_one_owners_value_and_pickling_leaves_it_behind():
 def test_length_mask_is_true_at_each_rows_first_positions():
     import torch
 
-    from multigrain.components.models.base import length_mask
+    from multigrain.platform.batching import length_mask
 
     assert torch.equal(length_mask([2, 0, 3]), torch.tensor([[1, 1, 0], [0, 0, 0], [1, 1, 1]]).bool())
     assert length_mask([0, 0]).shape == (2, 1) and not length_mask([0]).any()

@@ -20,11 +20,6 @@ def source_of(instance: Instance) -> tuple[str, Optional[int]]:
     return instance.source if instance.source else ("<input>", None)
 
 
-def length_mask(lengths: Sequence[int]) -> torch.Tensor:
-    """``[B, longest]`` bool (at least 1 wide): True at the first ``lengths[b]`` positions of row b."""
-    return torch.arange(max(1, max(lengths, default=0))) < torch.tensor(lengths, dtype=torch.long).reshape(-1, 1)
-
-
 def count_lattice_words(lattice: Lattice, counters: dict[str, Counter]) -> None:
     """The lattice's words into the ``words`` namespace."""
     counters.setdefault("words", Counter()).update(lattice.token_text[lattice.n_chars:])

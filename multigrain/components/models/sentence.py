@@ -25,10 +25,10 @@ from typing import Any, Optional
 
 import torch
 
-from multigrain.components.models.base import CharLatticeModel, count_lattice_words, length_mask, source_of
+from multigrain.components.models.base import CharLatticeModel, count_lattice_words, source_of
 from multigrain.components.models.packing import CLS, SEP, Packed, fit_lengths, texts_of_segments
 from multigrain.components.text import bigrams_of
-from multigrain.platform.batching import pad_ids
+from multigrain.platform.batching import length_mask, pad_ids
 from multigrain.platform.config import Lazy
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import ConfigurationError, DataError

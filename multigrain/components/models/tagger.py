@@ -26,10 +26,10 @@ import torch
 
 from multigrain.components.embedders.windows import join_central, split_windows
 from multigrain.components.metrics.span_f1 import SpanF1
-from multigrain.components.models.base import CharLatticeModel, count_lattice_words, length_mask
+from multigrain.components.models.base import CharLatticeModel, count_lattice_words
 from multigrain.components.tag_schemes import detect_scheme, extract_spans
 from multigrain.components.text import bigrams_of
-from multigrain.platform.batching import pad_ids
+from multigrain.platform.batching import length_mask, pad_ids
 from multigrain.platform.config import Lazy
 from multigrain.platform.data import Instance
 from multigrain.platform.kinds import Encoder, Head, Model, TokenEmbedder

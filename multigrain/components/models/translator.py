@@ -42,11 +42,11 @@ import torch
 
 from multigrain.components.heads.nmt_decoder import NmtDecoder
 from multigrain.components.metrics.bleu import Bleu
-from multigrain.components.models.base import CharLatticeModel, count_lattice_words, length_mask, source_of
+from multigrain.components.models.base import CharLatticeModel, count_lattice_words, source_of
 from multigrain.components.models.packing import Part, pack
 from multigrain.components.subwords import Subwords, train_subwords
 from multigrain.components.text import bigrams_of, split_chars
-from multigrain.platform.batching import joined_ids, pad_ids
+from multigrain.platform.batching import joined_ids, length_mask, pad_ids
 from multigrain.platform.config import Lazy
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import ConfigurationError, DataError

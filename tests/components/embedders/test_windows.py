@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from multigrain.components.embedders.windows import join_central, split_windows, window_bounds
-from multigrain.components.models.base import length_mask
+from multigrain.platform.batching import length_mask
 from multigrain.platform.config import Lazy, build
 from multigrain.platform.data import Instance
 from multigrain.platform.kinds import Model
