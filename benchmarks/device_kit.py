@@ -11,7 +11,10 @@ CPython 3.12 (``.device/wheels``: the versions pinned in pyproject.toml; jieba h
 and is built here, pure Python). MLflow and Ray stay behind: the session trains with
 ``--no-tracking`` in one process, and ``multigrain log RUN_DIR`` logs its runs here afterwards.
 The data travels as one archive of ../shared/data's folders (``.device/data.tar.gz``), unpacked
-there as ../shared/data (the specs' paths are relative to the repository root).
+there as ../shared/data (the specs' paths are relative to the repository root). A kit whose parts
+read only TVsub's first training pairs (``throughput``) carries the episodes that hold them, its
+``EPISODES.txt`` rewritten to name those alone: with it, ``throughput ner`` is one kit (58.9 MiB), so
+two calls on one warm machine need no repacking between them.
 
 The ``ner`` part's backbone, m3e-small (``package:embedding/m3e-small``, 96 MB in float32), travels
 in ``.device/site.tar.gz`` as the package folder ``embedding/m3e-small`` with its weights stored in
@@ -30,6 +33,7 @@ every run, its mt/tvsub, mt/wmt22 and mt/tatoeba rows), refused above 16 MiB; th
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import re
 import subprocess
@@ -61,6 +65,10 @@ FOLDERS = {
     "throughput": ("tvsub_zh_en", "resume_ner"),  # train_throughput.py's translators and PLTE
 }
 FOLDERS["lbert"] = FOLDERS["lb"]  # device_session.sh's alias
+#: parts that read only TVsub's first training pairs (train_throughput.py --instances, 4,000 in
+#: device_session.sh): they take that many pairs of it, unless another part of the kit reads it whole
+FIRST_PAIRS = {"throughput": 12_000}
+TVSUB = "tvsub_zh_en"
 #: the parts that train over m3e-small, and those whose lattices need jieba itself (not its dictionary alone)
 BACKBONE_PARTS = {"ner"}
 JIEBA_PARTS = {"checks", "mt", "lb", "lbert"}
@@ -92,14 +100,42 @@ def fetch_wheels(target: Path, python_version: str) -> None:
     subprocess.run([*pip, "wheel", "-q", "--no-deps", "-w", str(target), *(pinned[n] for n in BUILT)], check=True)
 
 
-def pack_data(folders: list[str], archive: Path) -> None:
+def first_episodes(folder: Path, pairs: int) -> list[str]:
+    """The ids at the head of TVsub's ``EPISODES.txt`` whose training files hold at least ``pairs``
+    pairs (all of them if fewer): what its reader reads first, in its order."""
+    kept, count = [], 0
+    for line in (folder / "EPISODES.txt").read_text(encoding="utf-8").splitlines():
+        if count >= pairs:
+            break
+        if line.strip():
+            kept.append(line.strip())
+            with open(folder / "train" / f"{line.strip()}.zh", "rb") as zh:
+                count += sum(1 for _ in zh)
+    return kept
+
+
+def pack_data(folders: list[str], archive: Path, tvsub_pairs: int | None = None) -> None:
+    """``folders`` of ../shared/data under ``data/``; with ``tvsub_pairs``, TVsub's training side is cut
+    to the episodes that hold that many pairs (its listing rewritten to name them alone)."""
     missing = [f for f in folders if not (DATA / f).is_dir()]
     if missing:
         raise SystemExit(f"{DATA}: missing {', '.join(missing)}")
     tmp = archive.with_name(archive.name + ".tmp")
     with tarfile.open(tmp, "w:gz") as tar:
         for folder in folders:
-            tar.add(DATA / folder, arcname=f"data/{folder}")
+            if folder != TVSUB or tvsub_pairs is None:
+                tar.add(DATA / folder, arcname=f"data/{folder}")
+                continue
+            episodes = first_episodes(DATA / folder, tvsub_pairs)
+            for path in sorted((DATA / folder).iterdir()):
+                if path.name not in ("EPISODES.txt", "train"):
+                    tar.add(path, arcname=f"data/{folder}/{path.name}")
+            for name in (f"{episode}{side}" for episode in episodes for side in (".zh", ".en")):
+                tar.add(DATA / folder / "train" / name, arcname=f"data/{folder}/train/{name}")
+            listing = "".join(f"{e}\n" for e in episodes).encode()
+            info = tarfile.TarInfo(f"data/{folder}/EPISODES.txt")
+            info.size = len(listing)
+            tar.addfile(info, io.BytesIO(listing))
     tmp.replace(archive)
 
 
@@ -117,7 +153,6 @@ def pack_site(archive: Path, backbone: Path | None, jieba_wheel: Path | None) ->
     """``archive``: the backbone as ``embedding/m3e-small`` (float16 safetensors and its tokenizer
     files; an empty ``embedding/__init__.py``, so that it, not an installed package, is found first)
     and/or jieba's ``__init__.py`` and ``dict.txt`` taken from its wheel."""
-    import io
     import zipfile
 
     import torch
@@ -194,7 +229,11 @@ def main(argv=None) -> int:
         return merge(Path(args.merge), Path(args.export))
     fetch_wheels(KIT / "wheels", args.python_version)
     folders = sorted({f for part in args.parts for f in FOLDERS[part]})
-    pack_data(folders, KIT / "data.tar.gz")
+    tvsub_readers = [part for part in args.parts if TVSUB in FOLDERS[part]]
+    tvsub_pairs = None
+    if tvsub_readers and all(part in FIRST_PAIRS for part in tvsub_readers):
+        tvsub_pairs = max(FIRST_PAIRS[part] for part in tvsub_readers)
+    pack_data(folders, KIT / "data.tar.gz", tvsub_pairs)
     site = KIT / "site.tar.gz"
     site.unlink(missing_ok=True)
     parts = set(args.parts)
@@ -207,7 +246,8 @@ def main(argv=None) -> int:
             jieba_alone.unlink()
     size = travelling_bytes()
     print(f"{KIT}: wheels {', '.join(sorted(p.name for p in (KIT / 'wheels').glob('*.whl')))}; "
-          f"data {', '.join(folders)}{'; site.tar.gz' if site.exists() else ''}; with the working tree "
+          f"data {', '.join(folders)}{f' ({TVSUB}: its first {tvsub_pairs:,} pairs)' if tvsub_pairs else ''}"
+          f"{'; site.tar.gz' if site.exists() else ''}; with the working tree "
           f"{size / 2 ** 20:.1f} MiB of {LIMIT / 2 ** 20:.0f}")
     if size > LIMIT:
         print("too large to travel: fewer --parts", file=sys.stderr)

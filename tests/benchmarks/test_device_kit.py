@@ -12,6 +12,7 @@ from conftest import ROOT
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import device_kit  # noqa: E402
+from multigrain.components.readers.tvsub import TvsubReader  # noqa: E402
 
 
 @pytest.fixture
@@ -130,3 +131,46 @@ def test_a_kit_whose_lattices_segment_with_jieba_keeps_its_wheel_and_carries_no_
     assert device_kit.main(["--parts", "mt"]) == 0
     assert len(list((kit / ".device" / "wheels").glob("jieba-*.whl"))) == 1
     assert not (kit / ".device" / "site.tar.gz").exists()
+
+
+def tiny_tvsub(data, pairs_per_episode):
+    folder = data / "tvsub_zh_en"
+    (folder / "train").mkdir(parents=True)
+    (folder / "test").mkdir()
+    (folder / "test" / "test.orignal.zh").write_text("你好\n", encoding="utf-8")
+    for episode, pairs in pairs_per_episode.items():
+        (folder / "train" / f"{episode}.zh").write_text("".join(f"句{i}\n" for i in range(pairs)), encoding="utf-8")
+        (folder / "train" / f"{episode}.en").write_text("".join(f"s{i}\n" for i in range(pairs)), encoding="utf-8")
+    (folder / "EPISODES.txt").write_text("".join(f"{e}\n" for e in pairs_per_episode), encoding="utf-8")
+
+
+def test_a_kit_that_reads_only_tvsubs_first_pairs_carries_the_episodes_that_hold_them(kit, monkeypatch, capsys):
+    """The throughput part (train_throughput.py --instances): the listing names the first episodes
+    whose files hold FIRST_PAIRS pairs, in the listing's order, and only their files travel; the
+    other folders of tvsub_zh_en travel whole. Beside a part that reads it all, tvsub travels whole."""
+    (kit / "data" / "tvsub_zh_en" / "part.txt").unlink()
+    (kit / "data" / "tvsub_zh_en").rmdir()
+    tiny_tvsub(kit / "data", {"7": 3, "2": 4, "9": 5, "4": 6})
+    monkeypatch.setitem(device_kit.FOLDERS, "ner", ("tatoeba_cmn_eng",))  # the fixture's folders
+    monkeypatch.setitem(device_kit.FOLDERS, "throughput", ("tvsub_zh_en",))
+    monkeypatch.setitem(device_kit.FIRST_PAIRS, "throughput", 7)
+    assert device_kit.main(["--parts", "throughput", "ner"]) == 0
+    assert "tvsub_zh_en: its first 7 pairs" in capsys.readouterr().out
+    with tarfile.open(kit / ".device" / "data.tar.gz") as tar:
+        files = sorted(m.name for m in tar.getmembers() if m.isfile())
+        listing = tar.extractfile("data/tvsub_zh_en/EPISODES.txt").read().decode()
+    assert listing == "7\n2\n"  # 3 + 4 pairs: the reader's first 7, and no episode more
+    assert [f[len("data/tvsub_zh_en/"):] for f in files if "tvsub" in f] == [
+        "EPISODES.txt", "test/test.orignal.zh", "train/2.en", "train/2.zh", "train/7.en", "train/7.zh"]
+    assert "data/tatoeba_cmn_eng/part.txt" in files
+    with tarfile.open(kit / ".device" / "data.tar.gz") as tar:
+        tar.extractall(kit / "unpacked", filter="data")
+    reader = TvsubReader(max_instances=7)
+    pairs = [(i["episode"], i["source"]) for i in reader.read(str(kit / "unpacked/data/tvsub_zh_en/EPISODES.txt"))]
+    assert pairs == [("7", f"句{i}") for i in range(3)] + [("2", f"句{i}") for i in range(4)]
+
+    assert device_kit.main(["--parts", "throughput", "mt"]) == 0
+    assert "its first" not in capsys.readouterr().out
+    with tarfile.open(kit / ".device" / "data.tar.gz") as tar:
+        assert tar.extractfile("data/tvsub_zh_en/EPISODES.txt").read().decode() == "7\n2\n9\n4\n"
+        assert len([n for n in tar.getnames() if "/train/" in n]) == 8
