@@ -98,8 +98,8 @@ def tag_row(client, table: str, key: str, run_ids: list[str], tags: dict[str, di
 TABLES = {"ner": "ner", "cls": "sentence", "pair": "sentence", "mrc": "sentence"}
 
 
-def record_suite(client, suite: str | Path, only: str | None = None, runs_dir: str = "runs", uri: str | None = None,
-                 print_line=print) -> dict[str, int]:
+def record_suite(client, suite: str | Path, only: str | list[str] | None = None, runs_dir: str = "runs",
+                 uri: str | None = None, print_line=print) -> dict[str, int]:
     """Record the finished runs of a suite as results rows: one row per entry and configuration,
     ``<spec stem>[<tag>]``, holding the runs of its seeds that have finished (in their run
     directories here, else in the store: ``logged_runs``, which also tags them as suite runs);

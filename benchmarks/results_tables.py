@@ -322,7 +322,8 @@ def main(argv=None) -> int:
                                                "store of the suite's runs (default ./mlruns.db)")
     parser.add_argument("--suite", action="append", default=[], metavar="SUITE",
                         help="record this suite's finished runs as rows, merge them into --board, rewrite the tables")
-    parser.add_argument("--only", metavar="PATTERN", help="with --suite: only these entries (as multigrain suite --only)")
+    parser.add_argument("--only", nargs="+", metavar="PATTERN",
+                        help="with --suite: only these entries (as multigrain suite --only)")
     parser.add_argument("--runs-dir", default="runs", help="with --suite: where its run directories are (default runs/)")
     parser.add_argument("--results", default=str(RESULTS))
     args = parser.parse_args(argv)

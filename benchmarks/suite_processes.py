@@ -131,7 +131,7 @@ def run_all(runs: list, logs: Path, seconds: float | None, every: float, print_l
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("suite")
-    p.add_argument("--only", metavar="PATTERN")
+    p.add_argument("--only", nargs="+", metavar="PATTERN")
     p.add_argument("--seeds", type=int, nargs="+", metavar="SEED")
     p.add_argument("--runs-dir", default="runs")
     p.add_argument("-o", "--override", action="append", default=[], metavar="KEY.PATH=VALUE")

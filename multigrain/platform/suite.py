@@ -172,12 +172,13 @@ def matches(label: str, pattern: str) -> bool:
     return fnmatch(label, pattern.replace("[", "[[]"))
 
 
-def plan(suite_path: str | Path, suite: dict, runs_root: str | Path = "runs", only: Optional[str] = None,
+def plan(suite_path: str | Path, suite: dict, runs_root: str | Path = "runs", only: str | Sequence[str] | None = None,
          jsonnet_paths: Sequence[str] = (), timeout: Optional[float] = 30.0,
          check_data_paths: bool = True, seeds: Optional[Sequence[int]] = None,
          overrides: Sequence[str] = ()) -> list[SuiteRun]:
     """Every run of the suite, specs resolved and validated (all problems at once, each under its
-    entry's path); ``only``: an entry's exact name (``resume_plte [no_porous]``) or an fnmatch pattern
+    entry's path); ``only``: one or several (the entries any of them selects, each of which must select
+    one) entry's exact name (``resume_plte [no_porous]``) or fnmatch pattern
     on the names (``resume_*`` takes the tagged configurations too, ``resume_*_m3e`` only the untagged
     ones, ``resume_*_m3e [e1]`` those tagged ``e1``: brackets are literal), or on the spec stems of
     entries with a ``name`` of their own;
@@ -189,8 +190,15 @@ def plan(suite_path: str | Path, suite: dict, runs_root: str | Path = "runs", on
     items = [(i, suite["entries"][i], tag, (suite["entries"][i].get("configs") or {"": {}})[tag], name, stem)
              for i, tag, name, stem in entry_labels(suite)]  # (entry index, entry, tag, tagged overrides, name, stem)
     names = [item[4] for item in items]
-    selected = {item[4] for item in items if not only or only == item[4] or matches(item[4], only)
-                or (item[1].get("name") and matches(item[5], only))}
+    patterns = [only] if isinstance(only, str) else list(only or [])
+    chosen_by = {p: {item[4] for item in items if p == item[4] or matches(item[4], p)
+                     or (item[1].get("name") and matches(item[5], p))} for p in patterns}
+    unmatched = [p for p, chosen in chosen_by.items() if not chosen]
+    if unmatched:
+        raise ConfigurationError(f"--only {' '.join(map(repr, unmatched))}: no entry of {suite_path} matches (an "
+                                 f"fnmatch pattern, or an entry's exact name); its entries: "
+                                 f"{', '.join(dict.fromkeys(names))}")
+    selected = set().union(*chosen_by.values()) if patterns else set(names)
     chosen = set(selected)
     for i, entry, _, _, name, _ in reversed(items):  # what the chosen entries read (run_of), transitively
         if name in chosen:
@@ -241,10 +249,8 @@ def plan(suite_path: str | Path, suite: dict, runs_root: str | Path = "runs", on
         raise SpecError(list(dict.fromkeys(problems)), str(suite_path))
     if not runs and seeds is not None:
         raise ConfigurationError(f"--seeds {' '.join(map(str, seeds))}: no run of {suite_path}"
-                                 f"{' matching --only ' + repr(only) if only else ''} has one of these seeds")
-    if not runs and only:
-        raise ConfigurationError(f"--only {only!r}: no entry of {suite_path} matches (an fnmatch pattern, or an "
-                                 f"entry's exact name); its entries: {', '.join(dict.fromkeys(names))}")
+                                 f"{' matching --only ' + ' '.join(map(repr, patterns)) if patterns else ''} "
+                                 f"has one of these seeds")
     return runs
 
 

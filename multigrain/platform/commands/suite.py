@@ -17,7 +17,8 @@ def register(subparsers) -> None:
                       "scores against a committed leaderboard")
     p.add_argument("suite", help="a suite file (jsonnet_configs/suites/*.jsonnet)")
     p.add_argument("--address", help="a Ray cluster HOST:6379 (default: a local Ray on 127.0.0.1)")
-    p.add_argument("--only", metavar="PATTERN", help="only the entries whose name matches (fnmatch: 'resume_*')")
+    p.add_argument("--only", nargs="+", metavar="PATTERN",
+                   help="only the entries whose name matches one of these (fnmatch: 'resume_*'; brackets are literal)")
     p.add_argument("--seeds", type=int, nargs="+", metavar="SEED",
                    help="only the runs of these seeds (e.g. --seeds 13: one seed of every entry first)")
     p.add_argument("-o", "--override", action="append", default=[], metavar="KEY.PATH=VALUE",

@@ -103,12 +103,20 @@ def test_plan_expands_configurations_and_seeds_with_one_identity_each(tiny, caps
                                                                 "tiny [b]: asks for 1 CPUs; this Ray has 0.5 in all"]
     bracketed = suites.plan(tiny["suite"], suites.load_suite(tiny["suite"]), tiny["runs"], only="t* [b]")
     assert [r.entry for r in bracketed] == ["tiny [b]", "tiny [b]"]
+    both = suites.plan(tiny["suite"], suites.load_suite(tiny["suite"]), tiny["runs"], only=["tiny [b]", "t* [a]"])
+    assert [r.entry for r in both] == ["tiny [a]", "tiny [a]", "tiny [b]", "tiny [b]"]  # the suite's order, once each
+    unmatched = r"^--only 'tiny \[c\]' 'x\*': no entry of .*its entries: tiny \[a\], "  # each such pattern named
+    with pytest.raises(ConfigurationError, match=unmatched):
+        suites.plan(tiny["suite"], suites.load_suite(tiny["suite"]), tiny["runs"], only=["tiny [c]", "tiny*", "x*"])
     untagged = write_suite(tiny["dir"], [{k: v for k, v in tiny["entry"].items() if k != "configs"}, tiny["entry"]], "untagged.json")
     plain = suites.plan(untagged, suites.load_suite(untagged), tiny["runs"], only="tiny")
     assert [r.entry for r in plain] == ["tiny", "tiny"]
     assert cli_main(["suite", tiny["suite"], "--runs-dir", tiny["runs"], "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert out.count(" train ") == 4 and "4 runs: 4 to train, 0 to resume, 0 to reuse" in out
+    assert cli_main(["suite", tiny["suite"], "--runs-dir", tiny["runs"], "--dry-run", "--only", "tiny [a]",
+                     "tiny [b]", "--seeds", "13"]) == 0
+    assert "2 runs: 2 to train, 0 to resume, 0 to reuse" in capsys.readouterr().out
 
 
 def test_two_entries_resolving_to_one_spec_are_refused(tiny):
