@@ -1,6 +1,7 @@
 """Packs what a lent GPU machine (the workplace's `device` tool) needs to run
 ``benchmarks/device_session.sh`` into ``.device/`` (git-ignored), checks that the working tree and
-the kit fit what travels (64 MiB), and prints the call to make.
+the kit fit what travels (64 MiB), and prints the call to make: one call of at most 570 s, or, where the
+parts' limits in device_session.sh add up to more, one call per part on the same kit.
 
     python benchmarks/device_kit.py [--parts checks speed mt lb] [--python-version 3.12]
     python benchmarks/device_kit.py --merge FILES_AT/results.tar.gz [--export runs/device/mt_export.json]
@@ -73,6 +74,13 @@ TVSUB = "tvsub_zh_en"
 BACKBONE_PARTS = {"ner"}
 JIEBA_PARTS = {"checks", "mt", "lb", "lbert"}
 BACKBONE = ("embedding", "m3e-small")
+SESSION = ROOT / "benchmarks" / "device_session.sh"
+#: the variable of device_session.sh that limits each part's time
+LIMIT_VARIABLES = {"checks": "CHECKS_S", "speed": "SPEED_S", "mt": "MT_S", "lb": "LB_S", "lbert": "LB_S",
+                   "ner": "NER_S", "throughput": "THROUGHPUT_S"}
+CALL_S = 570  # what the parts of one call may take together (the device tool stops a command at 600 s)
+CALL_TIMEOUT_S = 590
+MT_LEAST_S = 240  # the mt part in a call with others: at least this much of SESSION_S left to it
 BACKBONE_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
 
 
@@ -252,18 +260,49 @@ def main(argv=None) -> int:
     if size > LIMIT:
         print("too large to travel: fewer --parts", file=sys.stderr)
         return 2
-    # one call: a machine goes back 30 s after a call and a session has 15 minutes of it (2026-11)
-    env = []
-    if "mt" in args.parts:  # issue 40's recipe (tvsub_*_small_gpu) on every pair; with the checks first,
-        # the pairs are sized from their plan_mt line (~350 pairs per token batch)
-        env += ["SESSION_S=570", *(["MT_PAIRS=auto", "MT_BATCH_PAIRS=350"] if "checks" in args.parts else []),
-                "MT_SEEDS=3"]
-    if {"lb", "lbert"} & set(args.parts):
-        env += ["LB_CHARS=N", "LB_S=S"]
-    print(f'device run: command "{" ".join([*env, "bash benchmarks/device_session.sh", *args.parts])}", '
-          f'carry [".device"], timeout_s 590 (device_session.sh names each setting; N, S: what the time allows)')
+    for line in call_lines(args.parts):
+        print(line)
     return 0
 
+
+def part_limits() -> dict[str, int]:
+    """Each part's default time limit in seconds, as device_session.sh sets it (``${NAME_S:-N}``)."""
+    text = SESSION.read_text(encoding="utf-8")
+    limits = {}
+    for part, variable in LIMIT_VARIABLES.items():
+        found = re.search(r"\$\{%s:-(\d+)\}" % variable, text)
+        if found is None:
+            raise SystemExit(f"{SESSION}: no default for {variable} (the {part} part's limit)")
+        limits[part] = int(found.group(1))
+    return limits
+
+
+def call_lines(parts: list[str]) -> list[str]:
+    """The device calls that run ``parts``: one call when their limits fit in one (``mt`` takes what
+    the others leave of SESSION_S), else one call per part, in order, on the same kit."""
+    limits = part_limits()
+    fixed = sum(limits[p] for p in parts if p != "mt")
+    if fixed + (MT_LEAST_S if "mt" in parts else 0) <= CALL_S:
+        calls = [(parts, CALL_TIMEOUT_S)]
+    else:
+        calls = [([p], min(CALL_TIMEOUT_S, limits[p] + 40)) for p in parts]
+    lines = []
+    for number, (called, timeout) in enumerate(calls, 1):
+        env = []
+        if "mt" in called:  # issue 40's recipe (tvsub_*_small_gpu) on every pair; with the checks first,
+            # the pairs are sized from their plan_mt line (~350 pairs per token batch)
+            env += [f"SESSION_S={CALL_S}", *(["MT_PAIRS=auto", "MT_BATCH_PAIRS=350"] if "checks" in called else []),
+                    "MT_SEEDS=3"]
+        if {"lb", "lbert"} & set(called):
+            env += ["LB_CHARS=N", "LB_S=S"]
+        which = f" {number} of {len(calls)}" if len(calls) > 1 else ""
+        lines.append(f'device run{which}: command "{" ".join([*env, "bash benchmarks/device_session.sh", *called])}", '
+                     f'carry [".device"], timeout_s {timeout} (device_session.sh names each setting; N, S: what the '
+                     f'time allows)')
+    if len(calls) > 1:  # a machine goes back 30 s after a call, and a session has 15 minutes of it (2026-11)
+        lines.append(f"{len(calls)} calls on one kit ({' + '.join(f'{limits[p]} s' for p in parts)} is over one call's "
+                     f"{CALL_S} s): make each as the last one ends")
+    return lines
 
 if __name__ == "__main__":
     sys.exit(main())

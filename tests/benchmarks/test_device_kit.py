@@ -92,8 +92,11 @@ def test_lbert_and_ner_parts_pack_their_data(kit, capsys, monkeypatch):
     with tarfile.open(kit / ".device" / "data.tar.gz") as tar:
         assert sorted(n for n in tar.getnames() if n.endswith("part.txt")) == \
             ["data/tatoeba_cmn_eng/part.txt", "data/tvsub_zh_en/part.txt"]
-    out = capsys.readouterr().out
-    assert "LB_CHARS=N LB_S=S bash benchmarks/device_session.sh lbert ner" in out
+    out = capsys.readouterr().out  # 540 s each: one call could not hold both
+    assert 'device run 1 of 2: command "LB_CHARS=N LB_S=S bash benchmarks/device_session.sh lbert", ' \
+           'carry [".device"], timeout_s 580' in out
+    assert 'device run 2 of 2: command "bash benchmarks/device_session.sh ner", carry [".device"], timeout_s 580' in out
+    assert "2 calls on one kit (540 s + 540 s is over one call's 570 s)" in out
     assert device_kit.FOLDERS["lb"] == tuple(device_kit.CORPUS) + ("thucnews_titles",)
 
 
@@ -174,3 +177,22 @@ def test_a_kit_that_reads_only_tvsubs_first_pairs_carries_the_episodes_that_hold
     with tarfile.open(kit / ".device" / "data.tar.gz") as tar:
         assert tar.extractfile("data/tvsub_zh_en/EPISODES.txt").read().decode() == "7\n2\n9\n4\n"
         assert len([n for n in tar.getnames() if "/train/" in n]) == 8
+
+
+def test_the_calls_printed_fit_the_limits_device_session_sh_sets():
+    """Each part's default limit is read from device_session.sh itself; parts whose limits add up to
+    more than one call are printed as one call per part, each with its own settings."""
+    limits = device_kit.part_limits()
+    assert limits == {"checks": 240, "speed": 150, "mt": 480, "lb": 540, "lbert": 540, "ner": 540, "throughput": 150}
+    assert device_kit.call_lines(["throughput", "ner"])[:2] == [
+        'device run 1 of 2: command "bash benchmarks/device_session.sh throughput", carry [".device"], timeout_s 190 '
+        '(device_session.sh names each setting; N, S: what the time allows)',
+        'device run 2 of 2: command "bash benchmarks/device_session.sh ner", carry [".device"], timeout_s 580 '
+        '(device_session.sh names each setting; N, S: what the time allows)']
+    # 240 + 150 s would leave mt 180 s of a call, under MT_LEAST_S: three calls, and mt's pairs are not sized
+    # from a plan_mt line of another call's log
+    assert [line.split('"')[1] for line in device_kit.call_lines(["checks", "speed", "mt"])[:3]] == [
+        "bash benchmarks/device_session.sh checks", "bash benchmarks/device_session.sh speed",
+        "SESSION_S=570 MT_SEEDS=3 bash benchmarks/device_session.sh mt"]
+    assert [line.split('"')[1] for line in device_kit.call_lines(["checks", "mt"])] == [
+        "SESSION_S=570 MT_PAIRS=auto MT_BATCH_PAIRS=350 MT_SEEDS=3 bash benchmarks/device_session.sh checks mt"]
