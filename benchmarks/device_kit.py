@@ -74,6 +74,7 @@ TVSUB = "tvsub_zh_en"
 BACKBONE_PARTS = {"ner"}
 JIEBA_PARTS = {"checks", "mt", "lb", "lbert"}
 BACKBONE = ("embedding", "m3e-small")
+BACKBONE_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
 SESSION = ROOT / "benchmarks" / "device_session.sh"
 #: the variable of device_session.sh that limits each part's time
 LIMIT_VARIABLES = {"checks": "CHECKS_S", "speed": "SPEED_S", "mt": "MT_S", "lb": "LB_S", "lbert": "LB_S",
@@ -81,7 +82,6 @@ LIMIT_VARIABLES = {"checks": "CHECKS_S", "speed": "SPEED_S", "mt": "MT_S", "lb":
 CALL_S = 570  # what the parts of one call may take together (the device tool stops a command at 600 s)
 CALL_TIMEOUT_S = 590
 MT_LEAST_S = 240  # the mt part in a call with others: at least this much of SESSION_S left to it
-BACKBONE_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
 
 
 def pins() -> dict[str, str]:
@@ -115,9 +115,10 @@ def first_episodes(folder: Path, pairs: int) -> list[str]:
     for line in (folder / "EPISODES.txt").read_text(encoding="utf-8").splitlines():
         if count >= pairs:
             break
-        if line.strip():
-            kept.append(line.strip())
-            with open(folder / "train" / f"{line.strip()}.zh", "rb") as zh:
+        episode = line.strip()
+        if episode:
+            kept.append(episode)
+            with open(folder / "train" / f"{episode}.zh", "rb") as zh:
                 count += sum(1 for _ in zh)
     return kept
 
