@@ -173,8 +173,9 @@ class BatchIterator:
     def num_batches(self, epoch: int = 0) -> int:
         return len(self.batches(epoch))
 
-    def epoch(self, epoch: int) -> Iterator[tuple[list, dict]]:
-        for idx in self.batches(epoch):
+    def epoch(self, epoch: int, start: int = 0) -> Iterator[tuple[list, dict]]:
+        """The epoch's batches from the ``start``-th (those before it are not built)."""
+        for idx in self.batches(epoch)[start:]:
             chunk = [self.instances[i] for i in idx]
             yield chunk, self.tensorize(chunk)
 

@@ -134,7 +134,7 @@ def _ours(path: Path) -> bool:
 
 
 def is_early(run_dir: Path) -> bool:
-    """Only what a training writes before its first epoch ends is ours there (other files do not count)."""
+    """Only what a training writes before its first checkpoint (last.pt) is ours there (other files do not count)."""
     return all(p.name in EARLY or p.name.endswith(".tmp") for p in _entries(run_dir) if _ours(p))
 
 

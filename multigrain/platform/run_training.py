@@ -22,7 +22,7 @@ import time
 from typing import Optional
 
 from multigrain.platform import archive as files
-from multigrain.platform import plugins, run_marker
+from multigrain.platform import checkpoints, plugins, run_marker
 from multigrain.platform.adversarial import matched_parameters
 from multigrain.platform.data_parallel import DataParallel
 from multigrain.platform.devices import describe_device, pick_device, refusal
@@ -55,6 +55,7 @@ def train_run(run, resume: bool, extended: bool, stop_after_epoch: Optional[int]
     to ``metrics.json``. ``live``: the ``live_log.LiveLog`` of this call."""
     exp, run_dir = run.experiment, run.run_dir
     check_data_parallel(exp.trainer, data_parallel)
+    checkpoint_seconds = checkpoints.checkpoint_interval()  # a bad MULTIGRAIN_CHECKPOINT_SECONDS: before any file
     seed_everything(exp.seed)
     started = time.time()
     train = read_all(exp.dataset_reader, exp.train_data_path)
@@ -106,7 +107,8 @@ def train_run(run, resume: bool, extended: bool, stop_after_epoch: Optional[int]
                 print_epoch_line(trainer, record)
             live.epoch(epoch, record, trainer.history)
 
-        trainer = Trainer(exp.trainer, model, train_batches, validation, run_dir, on_epoch=on_epoch)
+        trainer = Trainer(exp.trainer, model, train_batches, validation, run_dir, on_epoch=on_epoch,
+                          checkpoint_seconds=checkpoint_seconds)
         if resume:
             trainer.restore(run_dir / "last.pt")
         summary = trainer.train(stop_after_epoch=stop_after_epoch)

@@ -5,7 +5,8 @@ of a spec (``TrainerConfig``). The device it trains on: ``devices``; validation:
 ``last.pt`` holds everything needed to continue bit-identically: model, optimizer and
 scheduler state, the averaged weights, the epoch, the early-stopping state, and the torch /
 Python / NumPy RNG states. Batch order depends only on (seed, epoch), so no sampler state is
-needed beyond that.
+needed beyond that: a ``last.pt`` written inside an epoch (``checkpoints.checkpoint_interval``)
+adds the steps done, and a resume skips that many of the epoch's batches without building them.
 """
 from __future__ import annotations
 
@@ -129,7 +130,9 @@ class Trainer:
 
     def __init__(self, config: TrainerConfig, model: Model, train: BatchIterator, validation: Optional[BatchIterator],
                  run_dir: Path, on_epoch: Optional[Callable[[int, dict], None]] = None,
-                 replica: Optional[Replica] = None, prefetch: int = 2):
+                 replica: Optional[Replica] = None, prefetch: int = 2, checkpoint_seconds: float = math.inf):
+        """``checkpoint_seconds``: write ``last.pt`` inside an epoch at most this often (one process
+        only; a replica writes it at the ends of epochs)."""
         self.config = config
         self.model = model
         self.train_data = train
@@ -165,6 +168,8 @@ class Trainer:
         self.history: list[dict] = []
         self.seconds_before = 0.0  # training seconds of the earlier calls of a resumed run
         self._started = time.time()
+        self.checkpoint_seconds = checkpoint_seconds if replica is None else math.inf
+        self.resume_step, self.resume_loss = 0, 0.0  # a last.pt written inside an epoch: where it stopped
 
     @property
     def finished(self) -> bool:
@@ -176,8 +181,9 @@ class Trainer:
         return self.seconds_before + time.time() - self._started
 
     # checkpoints ----------------------------------------------------------
-    def _state(self, replica_rng: Optional[list] = None) -> dict:
-        """``replica_rng``: every replica's RNG states in rank order (``rng`` is the chief's)."""
+    def _state(self, replica_rng: Optional[list] = None, step: int = 0, loss_sum: float = 0.0) -> dict:
+        """``replica_rng``: every replica's RNG states in rank order (``rng`` is the chief's);
+        ``step``: the steps done in the epoch under way (0: at its end), ``loss_sum`` their loss."""
         return {
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
@@ -187,6 +193,7 @@ class Trainer:
             "bad_epochs": self.bad_epochs, "history": self.history, "rng": rng_state(),
             "seconds": self.seconds,
             "grad_scaler": self.precision.state_dict(), "replica_rng": replica_rng,
+            **({"step_in_epoch": step, "epoch_loss": loss_sum} if step else {}),
         }
 
     def restore(self, path: Path) -> None:
@@ -237,10 +244,10 @@ class Trainer:
                 "epochs_completed": self.epoch, "training_seconds": self.seconds,
                 "history": self.history}
 
-    def _batches(self, epoch: int):
-        """(batch, this process's share of it): whole batches, or a replica's slices."""
+    def _batches(self, epoch: int, start: int = 0):
+        """(batch, this process's share of it): whole batches from the ``start``-th, or a replica's slices."""
         if self.replica is None:
-            return ((batch, 1.0) for _, batch in self.train_data.epoch(epoch))
+            return ((batch, 1.0) for _, batch in self.train_data.epoch(epoch, start))
         return self.train_data.epoch_parts(epoch, self.replica.part)
 
     def _train_epoch(self, epoch: int) -> dict[str, float]:
@@ -251,14 +258,17 @@ class Trainer:
         thread (``prefetch``), pinned for an asynchronous copy on CUDA."""
         self.stepped.train()
         self.model.get_metrics(reset=True)
-        total = torch.zeros((), dtype=torch.float32 if self.device.type == "mps" else torch.float64,
-                            device=self.device)
-        count, checked = 0, 0
+        (start, loss_before), self.resume_step, self.resume_loss = (self.resume_step, self.resume_loss), 0, 0.0
+        total = torch.full((), loss_before, dtype=torch.float32 if self.device.type == "mps" else torch.float64,
+                           device=self.device)
+        count, checked = start, start
         pin_batch = (lambda item: (pin(item[0]), item[1])) if self.device.type == "cuda" else None
         next_sync = time.monotonic() + self.sync_seconds
-        with prefetched(self._batches(epoch), self.prefetch, pin_batch) as batches:
-            bar = progress(batches, total=self.train_data.num_batches(epoch),
-                           desc=f"epoch {epoch + 1}/{self.config.num_epochs}")
+        next_checkpoint = time.monotonic() + self.checkpoint_seconds
+        num_batches = self.train_data.num_batches(epoch)
+        with prefetched(self._batches(epoch, start), self.prefetch, pin_batch) as batches:
+            desc = f"epoch {epoch + 1}/{self.config.num_epochs}" + (f" from batch {start + 1:,}" if start else "")
+            bar = progress(batches, total=num_batches - start, desc=desc)
             for batch, share in bar:
                 batch = move_to(batch, self.device)
                 with self.precision.autocast():
@@ -288,6 +298,10 @@ class Trainer:
                 if time.monotonic() >= next_sync:
                     self._checked_loss(total, epoch, checked, count, bar)
                     checked, next_sync = count, time.monotonic() + self.sync_seconds
+                if time.monotonic() >= next_checkpoint and count < num_batches:
+                    loss_sum = self._checked_loss(total, epoch, checked, count, bar)
+                    atomic_save(self._state(step=count, loss_sum=loss_sum), self.run_dir / "last.pt")
+                    checked, next_checkpoint = count, time.monotonic() + self.checkpoint_seconds
         loss = self._checked_loss(total, epoch, checked, count, None)
         if self.replica is not None:  # the batches' losses: sum_r w_r L_r
             loss = self.replica.sum([loss])[0]

@@ -116,6 +116,14 @@ LAST_PT_CASES = {
         r"optimizer.param_groups\[0\].betas: is \(0.5, 0.5\) in the file"),
     "scheduler settings changed": (lambda s: replaced(s, ("scheduler", "step_size"), 0),
                                    r"scheduler.step_size: is 0 in the file, 2 for the run's spec"),
+    "step_in_epoch past the epoch's batches": (
+        lambda s: replaced(replaced(s, ("step_in_epoch",), 10**6), ("epoch_loss",), 1.0),
+        r"step_in_epoch: is an int \(1000000\), expected an int in 0..\d+ \(the batches of epoch 3\)"),
+    "step_in_epoch a string": (lambda s: replaced(replaced(s, ("step_in_epoch",), "3"), ("epoch_loss",), 1.0),
+                               r"step_in_epoch: is a str .*, expected an int in 0..\d+"),
+    "epoch_loss not finite": (
+        lambda s: replaced(replaced(s, ("step_in_epoch",), 1), ("epoch_loss",), float("nan")),
+        r"epoch_loss: is a float \(nan\), expected the finite loss sum of the epoch's steps"),
     "averaged weights of another shape": (
         lambda s: replaced(s, ("moving_average", "shadow", first_model_tensor(s)), torch.zeros(1)),
         r"moving_average.shadow.\S+: is a tensor of shape \(1,\)"),

@@ -42,6 +42,81 @@ def test_resume_is_bit_identical(tmp_path, tiny_files, trainer):
     assert full["validation"] == resumed["validation"]
 
 
+class Crash(Exception):
+    pass
+
+
+@pytest.mark.parametrize("trainer", [{}, {"moving_average": 0.8, "validation_metric": "-loss"},
+                                     {"adversarial": {"epsilon": 0.5, "parameters": "^embedder"}}],
+                         ids=["plain", "moving_average", "adversarial"])
+def test_a_run_stopped_inside_an_epoch_resumes_from_its_last_step_bit_identically(tmp_path, tiny_files, trainer,
+                                                                                   monkeypatch):
+    """MULTIGRAIN_CHECKPOINT_SECONDS=0 writes last.pt after every step but an epoch's last: a run that
+    stops after one (here: a crash right after the 8th such checkpoint, step 3 of epoch 2's 6) resumes
+    at the next step without building the batches before it, and ends with the weights, optimizer
+    state, history and scores of the run that never stopped, which wrote last.pt at the ends of
+    epochs only (the default interval is longer than this run)."""
+    import multigrain.platform.training as training
+
+    train, dev = tiny_files
+    spec = tiny_spec(bilstm_tagger(dropout=0.3), RESUME, train, dev, epochs=3,
+                     scheduler={"type": "linear_warmup", "warmup_steps": 2}, **NER)
+    spec["trainer"].update(trainer)
+    full = Run(spec, tmp_path / "full").train()
+    monkeypatch.setenv("MULTIGRAIN_CHECKPOINT_SECONDS", "0")
+    saves, save = [], training.atomic_save
+
+    def crash_after_the_eighth(state, path):
+        save(state, path)
+        if "step_in_epoch" in state:
+            saves.append((state["epoch"], state["step_in_epoch"]))
+            if len(saves) == 8:
+                raise Crash
+
+    monkeypatch.setattr(training, "atomic_save", crash_after_the_eighth)
+    with pytest.raises(Crash):
+        Run(spec, tmp_path / "split").train()
+    assert saves == [(0, 1), (0, 2), (0, 3), (0, 4), (0, 5), (1, 1), (1, 2), (1, 3)]  # 24 sentences, batches of 4
+    stopped = load_checkpoint(tmp_path / "split" / "last.pt", "cpu")
+    assert (stopped["epoch"], stopped["step_in_epoch"], len(stopped["history"])) == (1, 3, 1)
+    built = []
+    tensorize = training.BatchIterator.epoch
+
+    def counted(self, epoch, start=0):
+        for chunk, batch in tensorize(self, epoch, start):
+            built.append(epoch)
+            yield chunk, batch
+
+    monkeypatch.setattr(training.BatchIterator, "epoch", counted)
+    monkeypatch.setattr(training, "atomic_save", save)
+    resumed = Run(spec, tmp_path / "split").train(resume=True)
+    assert built.count(1) == 3 and built.count(2) == 6  # epoch 2's last 3 batches, then epoch 3's 6
+    a = load_checkpoint(tmp_path / "full" / "last.pt", "cpu")
+    b = load_checkpoint(tmp_path / "split" / "last.pt", "cpu")
+    assert "step_in_epoch" not in b  # the last one, written at the end of the last epoch
+    for key in a["model"]:
+        assert torch.equal(a["model"][key], b["model"][key]), key
+    for k, st in a["optimizer"]["state"].items():
+        assert torch.equal(st["exp_avg_sq"], b["optimizer"]["state"][k]["exp_avg_sq"])
+    if "moving_average" in trainer:
+        assert all(torch.equal(v, b["moving_average"]["shadow"][k]) for k, v in a["moving_average"]["shadow"].items())
+    assert a["history"] == b["history"]  # the epoch losses too: the stopped epoch's sum came back from last.pt
+    assert full["validation"] == resumed["validation"] and full["best_epoch"] == resumed["best_epoch"]
+
+
+@pytest.mark.parametrize("value", ["-1", "ten", "nan", "inf"])
+def test_a_bad_checkpoint_interval_is_refused_before_the_run_directory_exists(tmp_path, tiny_files, value,
+                                                                               monkeypatch):
+    from multigrain.platform.errors import ConfigurationError
+
+    train, dev = tiny_files
+    monkeypatch.setenv("MULTIGRAIN_CHECKPOINT_SECONDS", value)
+    with pytest.raises(ConfigurationError, match=rf"^MULTIGRAIN_CHECKPOINT_SECONDS='{value}': expected a number of "
+                                                 r"seconds >= 0 \(0: after every step\) or 'off'"):
+        Run(tiny_spec(bilstm_tagger(), RESUME, train, dev, epochs=1, **NER), tmp_path / "run").train()
+    assert not (tmp_path / "run").exists()
+
+
 def test_resume_refuses_changed_spec(tmp_path, tiny_files):
     from multigrain.platform.errors import ConfigurationError
 
