@@ -258,7 +258,8 @@ class Trainer:
         thread (``prefetch``), pinned for an asynchronous copy on CUDA."""
         self.stepped.train()
         self.model.get_metrics(reset=True)
-        (start, loss_before), self.resume_step, self.resume_loss = (self.resume_step, self.resume_loss), 0, 0.0
+        start, loss_before = self.resume_step, self.resume_loss  # 0, 0.0 unless resumed inside this epoch
+        self.resume_step, self.resume_loss = 0, 0.0
         total = torch.full((), loss_before, dtype=torch.float32 if self.device.type == "mps" else torch.float64,
                            device=self.device)
         count, checked = start, start
