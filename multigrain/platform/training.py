@@ -296,13 +296,14 @@ class Trainer:
                 if self.scheduler:
                     self.scheduler.step()
                 count += 1
-                if time.monotonic() >= next_sync:
-                    self._checked_loss(total, epoch, checked, count, bar)
-                    checked, next_sync = count, time.monotonic() + self.sync_seconds
-                if time.monotonic() >= next_checkpoint and count < num_batches:
+                now = time.monotonic()
+                checkpoint = now >= next_checkpoint and count < num_batches
+                if checkpoint or now >= next_sync:  # one read of the loss serves both
                     loss_sum = self._checked_loss(total, epoch, checked, count, bar)
-                    atomic_save(self._state(step=count, loss_sum=loss_sum), self.run_dir / "last.pt")
-                    checked, next_checkpoint = count, time.monotonic() + self.checkpoint_seconds
+                    checked, next_sync = count, time.monotonic() + self.sync_seconds
+                    if checkpoint:
+                        atomic_save(self._state(step=count, loss_sum=loss_sum), self.run_dir / "last.pt")
+                        next_checkpoint = time.monotonic() + self.checkpoint_seconds
         loss = self._checked_loss(total, epoch, checked, count, None)
         if self.replica is not None:  # the batches' losses: sum_r w_r L_r
             loss = self.replica.sum([loss])[0]
