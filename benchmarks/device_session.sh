@@ -23,7 +23,7 @@
 #   ner     bash benchmarks/device_ner.sh (BiG over a pretrained backbone for NER)                  NER_S=540
 #   throughput  benchmarks/train_throughput.py --device cuda --pack-targets: our trainer against a bare loop
 #           and Marian (THROUGHPUT_MODELS, default small,base,plte; THROUGHPUT_EXTRA: more
-#           arguments, later ones win)                                                      THROUGHPUT_S=150
+#           arguments, later ones win, e.g. "--diagnose --compile --profile")              THROUGHPUT_S=150
 # Everything it writes comes back in $OUT: session.log and results.tar.gz (RESULTS.md with the GPU
 # speed section, the mt/lb tables and JSON results, the mt trainings' logs, every run directory's
 # metrics.json/config.json for `multigrain log` here). PYTHON and DEVICE (default python3, cuda;

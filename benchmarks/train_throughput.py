@@ -38,7 +38,7 @@ done and barely move, but give no credit for overlap (the prefetching thread's w
 even where it ran on an idle core). The ratios are given for both.
 
     python benchmarks/train_throughput.py [--device cpu|cuda] [--steps 10] [--models small,base,plte,lbert]
-        [--batch-size 16] [--compile] [--pack-targets] [--out benchmarks/results/train_throughput.json]
+        [--batch-size 16] [--compile] [--diagnose] [--profile] [--pack-targets] [--out FILE.json]
 
 ``--pack-targets`` gives the translators' decoder ``pack_targets: true`` (its layers compute the
 non-padding target positions alone and its tied table's gradient is made once; ours and bare alike,
@@ -49,7 +49,8 @@ before the clock started (what the trainer costs beside building them: the copy 
 loss sum, the loop), and ``ours_inline``, the batches built on the training thread (``prefetch`` 0:
 what the prefetching thread hides). ``-o KEY=VALUE`` changes every model's spec as ``multigrain train
 -o`` does: a much smaller model on the CPU (``-o model.encoder.hidden_size=32 ...``) is bound by
-the host's per-operation cost, as the translators' steps on a GPU are.
+the host's per-operation cost, as the translators' steps on a GPU are. ``--profile``: what the
+training thread does per step in ours and bare (``throughput_profile``).
 
 ``--compile`` adds ``ours_compiled``: our ``Trainer`` with ``trainer.compile: true``
 (the training forward through ``torch.compile``, dynamic shapes), timed after the same warm-up
@@ -59,6 +60,7 @@ no Triton for the GPU, no C++ compiler) it is skipped, its reason in the JSON's 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import os
@@ -71,10 +73,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 os.environ.setdefault("MULTIGRAIN_QUIET", "1")  # progress lines (every 30 s) rather than bars in the log
 import torch  # noqa: E402
 
+import throughput_profile  # noqa: E402
 from multigrain.platform import run_marker  # noqa: E402
 from multigrain.platform.batching import BatchIterator  # noqa: E402
 from multigrain.platform.compiling import refusal  # noqa: E402
@@ -104,8 +108,7 @@ class FixedBatches(BatchIterator):
 
 
 class Clock:
-    """Wall-clock and process CPU seconds since it was made (CPU time: every thread of the process,
-    the prefetching one included; what a loaded machine does not inflate)."""
+    """Wall-clock and process CPU seconds (every thread's, the prefetching one's too) since it was made."""
 
     def __init__(self):
         self.wall, self.cpu = time.perf_counter(), time.process_time()
@@ -180,10 +183,12 @@ class Setup:
         return self.model.to(self.device)
 
     # the three systems: each returns the seconds of the measured steps ------------------------
-    def ours(self, compile: bool = False, prefetch: int = 2, prebuilt: bool = False) -> tuple[float, float]:
+    def ours(self, compile: bool = False, prefetch: int = 2, prebuilt: bool = False,
+             around=contextlib.nullcontext) -> tuple[float, float]:
         """Our trainer; ``prefetch`` 0: the batches built on the training thread; ``prebuilt``: each
         batch's tensors built before the clock starts (on the host), so that the step does
-        everything but building them (the trainer's diagnosis, ``--diagnose``)."""
+        everything but building them (the trainer's diagnosis, ``--diagnose``); ``around``: a
+        context around the measured steps (``--profile``'s recorder)."""
         self.fresh()
         self.exp.trainer.compile = compile
         tensorize = self.model.tensorize
@@ -198,11 +203,12 @@ class Setup:
         trainer._train_epoch(0)
         data.plan = self.measured
         sync(self.device)
-        clock = Clock()
-        trainer._train_epoch(1)  # reads the loss sum at its end: the device has finished
-        return clock.read()
+        with around():
+            clock = Clock()
+            trainer._train_epoch(1)  # reads the loss sum at its end: the device has finished
+            return clock.read()
 
-    def bare(self) -> tuple[float, float]:
+    def bare(self, around=contextlib.nullcontext) -> tuple[float, float]:
         model = self.fresh()
         cfg = self.exp.trainer
         params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
@@ -214,26 +220,27 @@ class Setup:
         model.train()
         seed_everything(self.exp.seed)
 
-        def run(plan):
+        def run(plan, around=contextlib.nullcontext):
             batches = [move_to(self.model.tensorize([self.instances[i] for i in idx]), self.device) for idx in plan]
             sync(self.device)
-            clock = Clock()
-            for batch in batches:
-                with precision.autocast():
-                    loss = model(**batch)["loss"]
-                optimizer.zero_grad(set_to_none=True)
-                precision.backward(loss)
-                if cfg.grad_clipping:
-                    precision.unscale(optimizer)
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clipping)
-                precision.step(optimizer)
-                if scheduler:
-                    scheduler.step()
-            sync(self.device)
-            return clock.read()
+            with around():
+                clock = Clock()
+                for batch in batches:
+                    with precision.autocast():
+                        loss = model(**batch)["loss"]
+                    optimizer.zero_grad(set_to_none=True)
+                    precision.backward(loss)
+                    if cfg.grad_clipping:
+                        precision.unscale(optimizer)
+                        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clipping)
+                    precision.step(optimizer)
+                    if scheduler:
+                        scheduler.step()
+                sync(self.device)
+                return clock.read()
 
         run(self.warmup)
-        return run(self.measured)
+        return run(self.measured, around)
 
     def marian(self) -> tuple[float, float]:
         from transformers import MarianConfig, MarianMTModel
@@ -310,6 +317,8 @@ def main() -> None:
     p.add_argument("--diagnose", action="store_true",
                    help="also time ours with each batch built beforehand (ours_prebuilt) and on the training thread "
                         "(ours_inline)")
+    p.add_argument("--profile", action="store_true",
+                   help="also profile one more run of ours and of bare (throughput_profile.py): the row's 'profile'")
     p.add_argument("-o", "--override", action="append", default=[],
                    help="KEY=VALUE applied to every model's spec, as multigrain train -o (e.g. a smaller size)")
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "train_throughput.json"))
@@ -360,6 +369,8 @@ def main() -> None:
                 if key in wall:
                     row[f"{key}_over_bare_wall"] = round(wall[key] / wall["bare"], 3)
                     row[f"{key}_over_bare_cpu"] = round(cpu[key] / cpu["bare"], 3)
+            if args.profile:
+                row["profile"] = throughput_profile.profile(setup, args.steps)
             if "marian" in wall:
                 row["ours_over_marian_wall"] = round(wall["ours"] / wall["marian"], 3)
                 row["ours_over_marian_cpu"] = round(cpu["ours"] / cpu["marian"], 3)

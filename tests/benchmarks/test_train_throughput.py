@@ -2,6 +2,7 @@
 arithmetic (the same batches, optimizer, schedule, clipping and dropout masks give the same
 weights, bit for bit), and a tiny run writes the results JSON with consistent ratios."""
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
@@ -87,3 +88,36 @@ def test_each_models_row_is_written_as_it_lands(tmp_path, monkeypatch, single_th
         train_throughput.main()
     result = json.loads(out.read_text())
     assert [row["model"] for row in result["models"]] == ["plte"] and list(tmp_path.iterdir()) == [out]
+
+
+def test_the_profile_names_what_ours_does_beyond_bare(tmp_path, single_thread):
+    """``--profile``: ours does per step what bare does, plus one ``.to(device)`` per batch tensor
+    (bare's batches were on the device before its clock started) and one in the loss sum, and over
+    the epoch one read of that sum, at its end."""
+    import throughput_profile
+
+    steps = 4
+    args = argparse.Namespace(instances=80, batch_size=8, device="cpu", warmup=1, steps=steps, pack_targets=False,
+                              override=["model.encoder.num_layers=1"])
+    setup = train_throughput.Setup("plte", args, tmp_path)
+    result = throughput_profile.profile(setup, steps)
+    ours, bare = result["ours"], result["bare"]
+    assert ours["steps"] == bare["steps"] == steps and ours["host_ms"] > 0 and bare["host_ms"] > 0
+    assert len(ours["top"]) == throughput_profile.TOP and "device_busy" not in ours  # a CPU run
+
+
+    def tensors(value) -> int:
+        if isinstance(value, torch.Tensor):
+            return 1
+        if isinstance(value, dict):
+            return sum(map(tensors, value.values()))
+        if dataclasses.is_dataclass(value):  # a LatticeBatch
+            return sum(tensors(getattr(value, f.name)) for f in dataclasses.fields(value))
+        return sum(map(tensors, value)) if isinstance(value, (list, tuple)) else 0
+
+    moved = sum(tensors(setup.model.tensorize([setup.instances[i] for i in idx])) for idx in setup.measured)
+    more = {row["op"]: (row["ours_calls"] - row["bare_calls"]) * steps for row in result["more_calls"]}
+    # and one a step in the epoch's loss sum (float64, the loss float32)
+    assert moved > 4 * steps and round(more["aten::to"]) == moved + steps
+    reads = (ours["calls"]["aten::_local_scalar_dense"] - bare["calls"]["aten::_local_scalar_dense"]) * steps
+    assert round(reads) == 1
