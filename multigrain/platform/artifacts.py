@@ -6,6 +6,7 @@ draws off-screen (Agg)."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Optional
 
@@ -13,6 +14,9 @@ from multigrain.platform.scores import shown
 
 #: the metric keys of a history record that are not curves
 NOT_CURVES = {"epoch", "lr", "seconds"}
+#: the largest magnitude a curve is drawn at: matplotlib's autoscaling overflows on finite values
+#: near the float maximum (1e308: "arange: cannot compute length"); larger ones are drawn here
+DRAWN_MAX = 1e300
 
 
 def curves(history: list[dict]) -> dict[str, list[list[float]]]:
@@ -36,18 +40,29 @@ def _figure(panels: int):
     return fig, [fig.add_subplot(1, panels, i + 1) for i in range(panels)]
 
 
+def drawable(points: list[list[float]]) -> tuple[list[float], list[float], bool]:
+    """The epochs and values of a curve as drawn: a finite value beyond ±``DRAWN_MAX`` at ±``DRAWN_MAX``
+    (NaN and infinities stay: matplotlib leaves them out); and whether any was cut."""
+    xs = [float(x) for x, _ in points]
+    ys = [max(-DRAWN_MAX, min(DRAWN_MAX, float(y))) if math.isfinite(y) else float(y) for _, y in points]
+    return xs, ys, any(math.isfinite(y) and abs(y) > DRAWN_MAX for _, y in points)
+
+
 def plot_curves(series: dict[str, dict[str, list[list[float]]]], path: Path, dev_metric: Optional[str] = None) -> None:
     """Training loss and the dev metric per epoch, one line per run (``series``: label -> curves),
-    written as a PNG to ``path``."""
+    written as a PNG to ``path``. Values beyond ±``DRAWN_MAX`` are drawn there, and the panel says so."""
     fig, (loss_ax, dev_ax) = _figure(2)
+    cut = set()
     for label, run_curves in series.items():
         if "train_loss" in run_curves:
-            xs, ys = zip(*run_curves["train_loss"])
+            xs, ys, clipped = drawable(run_curves["train_loss"])
             loss_ax.plot(xs, ys, marker="o", label=label)
+            cut |= {loss_ax} if clipped else set()
         key = f"validation_{dev_metric}" if dev_metric and f"validation_{dev_metric}" in run_curves else next(
             (k for k in sorted(run_curves) if k.startswith("validation_") and k != "validation_loss"), None)
         if key:
-            xs, ys = zip(*run_curves[key])
+            xs, ys, clipped = drawable(run_curves[key])
+            cut |= {dev_ax} if clipped else set()
             dev_ax.plot(xs, ys, marker="o", label=f"{label} ({key[len('validation_'):]})" if len(series) > 1 else None)
             dev_ax.set_ylabel(key.replace("_", " "))
     loss_ax.set_title("training loss")
@@ -60,6 +75,8 @@ def plot_curves(series: dict[str, dict[str, list[list[float]]]], path: Path, dev
         ax.grid(alpha=0.3)
         if len(series) > 1 and ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=8)
+        if ax in cut:
+            ax.set_title(f"{ax.get_title()}\n(values beyond ±{DRAWN_MAX:g} drawn at ±{DRAWN_MAX:g})", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, format="png")
 
@@ -68,7 +85,7 @@ def plot_confusion(confusion: dict, path: Path) -> None:
     """``{"labels": [...], "matrix": [[gold x predicted counts]]}`` as a PNG heat map."""
     labels, matrix = confusion["labels"], confusion["matrix"]
     fig, (ax,) = _figure(1)
-    ax.imshow(matrix, cmap="Blues")
+    ax.imshow([[float(n) for n in row] for row in matrix], cmap="Blues")  # a count past int64 is no numpy int
     ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
     ax.set_yticks(range(len(labels)), labels)
     ax.set_xlabel("predicted")
@@ -76,7 +93,8 @@ def plot_confusion(confusion: dict, path: Path) -> None:
     top = max((max(row) for row in matrix if row), default=0)
     for i, row in enumerate(matrix):
         for j, n in enumerate(row):
-            ax.text(j, i, str(n), ha="center", va="center", color="white" if n > top / 2 else "black", fontsize=8)
+            ax.text(j, i, str(n) if abs(n) < 1e9 else f"{n:.2e}", ha="center", va="center",  # 10**300: 301 digits
+                    color="white" if n > top / 2 else "black", fontsize=8)
     ax.set_title("test confusion matrix")
     fig.tight_layout()
     fig.savefig(path, format="png")

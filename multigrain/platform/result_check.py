@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from multigrain.platform.store_names import (INT64_MAX, KEY_MAX, TAG_VALUE_MAX, experiment_problem, key_problem,
-                                             number_problem, shown, text_problem, whole_problem)
+from multigrain.platform.store_names import (INT64_MAX, TAG_VALUE_MAX, experiment_problem, key_problem, number_problem,
+                                             shown, text_problem, whole_problem)
 
 #: a spec hash (sha256 hex; at least the 8 characters a run directory's name carries)
 SPEC_HASH = re.compile(r"[0-9a-f]{8,64}")
@@ -78,9 +78,15 @@ def spec_problems(spec: Any) -> list[str]:
     """Problems of a ``config.json`` for logging: an object whose flattened keys MLflow stores as params."""
     if not isinstance(spec, dict):
         return [f"expected an object, got {shown(spec)}"]
-    from multigrain.platform.tracking import flatten
+    from multigrain.platform.errors import ConfigurationError
+    from multigrain.platform.tracking import flatten, param_key, spec_params
 
-    return [f"{key}: {why}" for key in flatten(spec) for why in [key_problem(key[:KEY_MAX])] if why][:5]
+    out = [f"{key}: {why}" for key in flatten(spec) for why in [key_problem(param_key(key))] if why][:5]
+    try:
+        spec_params(spec)  # two keys logged as one param (a long key cut to MLflow's 250 characters)
+    except ConfigurationError as e:
+        out.append(str(e))
+    return out
 
 
 def _float_problem(value: Any) -> Optional[str]:

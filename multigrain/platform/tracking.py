@@ -24,6 +24,7 @@ from multigrain.platform.mlflow_views import SCORE_METRIC, prepare_experiment, s
 from multigrain.platform.papers import paper_number
 from multigrain.platform.store import (EXPERIMENT_TAGS, artifact_root, experiment_id, log_artifact,  # noqa: F401
                                        open_store, sqlite_path)
+from multigrain.platform.store_names import KEY_MAX
 
 DEFAULT_DB = "mlruns.db"
 
@@ -63,6 +64,40 @@ def flatten(spec: Any, prefix: str = "") -> dict[str, str]:
         text = spec if isinstance(spec, str) else json.dumps(spec, ensure_ascii=False)
         out[prefix] = text[:6000]
     return out
+
+
+def param_key(key: str) -> str:
+    """The MLflow param key of a flattened spec key: the key itself, or for one longer than MLflow's
+    250 characters its first 241, ``-`` and 8 hex digits of its SHA-256 (250 in all), so that two long
+    keys sharing their first 250 characters stay two params (a bare cut made them one: "Duplicate
+    parameter keys")."""
+    import hashlib
+
+    if len(key) <= KEY_MAX:
+        return key
+    return f"{key[:KEY_MAX - 9]}-{hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+
+def spec_params(spec: Any) -> dict[str, str]:
+    """The MLflow params of a spec: ``flatten``'s, keyed by ``param_key``. Two spec keys that would
+    still be one param (a key spelled as another's ``param_key``) are one ConfigurationError naming
+    both, raised before any run exists (``result_check.spec_problems`` reports it for ``multigrain log``)."""
+    from multigrain.platform.errors import ConfigurationError
+
+    out: dict[str, str] = {}
+    source: dict[str, str] = {}
+    for key, value in flatten(spec).items():
+        name = param_key(key)
+        if name in source:
+            raise ConfigurationError(f"{_shown_key(source[name])} and {_shown_key(key)}: both log as the MLflow "
+                                     f"param {_shown_key(name)} (a key over {KEY_MAX} characters is cut and hashed)")
+        out[name], source[name] = value, key
+    return out
+
+
+def _shown_key(key: str) -> str:
+    """A spec key for a message: whole up to 80 characters, else its start, length and end."""
+    return repr(key) if len(key) <= 80 else f"{key[:40]!r}...{key[-30:]!r} ({len(key)} characters)"
 
 
 def experiment_name(ident: dict) -> str:
@@ -106,6 +141,7 @@ class RunLogger:
 
         from multigrain.platform.provenance import EXT_VARS_TAG, ext_vars_label
 
+        params = [Param(k, v) for k, v in sorted(spec_params(spec).items())]  # its error: before the store is touched
         self.client = open_store(self.uri)
         exp_id = experiment_id(self.client, experiment_name(ident))
         name, seed = spec_name(source, run_dir, digest), spec.get("seed", 13)
@@ -123,7 +159,6 @@ class RunLogger:
         tags["mlflow.note.content"] = description(tags, {}, paper_number(experiment_name(ident), name))
         run = self.client.create_run(exp_id, tags=tags)
         self.run_id = run.info.run_id
-        params = [Param(k[:250], v) for k, v in sorted(flatten(spec).items())]
         with self.failing_on_error():
             for i in range(0, len(params), 100):
                 self.client.log_batch(self.run_id, params=params[i:i + 100], synchronous=True)
@@ -189,7 +224,7 @@ class RunLogger:
 
             spec = read_spec(Path(run_dir))
             bring_up_to_date(self.client, self.run_id, spec, result["spec_hash"], str(run_dir),
-                             {k[:250]: v for k, v in flatten(spec).items()}, seed_group(spec))
+                             spec_params(spec), seed_group(spec))
         now = int(time.time() * 1000)
         metrics = []
         # per-epoch curves are validation_*; the best checkpoint's scores are best_validation_*

@@ -117,6 +117,7 @@ HOSTILE_ROWS = [
     ({"tags": {"/etc/x": "1"}}, "tags./etc/x: the key '/etc/x' reads as the path"),
     ({"params": {"lr": 0.01}}, "params.lr: expected a string, got 0.01"),
     ({"params": {"lr": "x" * 6001}}, "params.lr: a string of 6001 characters (at most 6000)"),
+    ({"params": {"x" * 251: "1"}}, f"params.{'x' * 251}: the key '{'x' * 40}'... has 251 characters (at most 250)"),
     ({"name": "a\u0000"}, "name: a string holding a NUL character"),
 ]
 
@@ -358,3 +359,94 @@ def test_export_on_a_full_disk_leaves_nothing_and_is_one_error(layout, capsys, m
                                              f"device); nothing was written")
     assert everything_under(out_dir) == ["old.json"]
     assert (out_dir / "old.json").read_text(encoding="utf-8") == "the previous export\n"
+
+
+# 8 ------------------------------------------------------------------ spec keys past MLflow's 250 characters
+def test_spec_keys_sharing_their_first_250_characters_log_as_distinct_params(layout, capsys):
+    """MLflow takes 250 characters of a param key; a cut alone made two such keys one param ("Duplicate
+    parameter keys", exit 1, a FAILED run): a longer key is its first 241 characters, '-' and 8 hex of its sha256."""
+    import hashlib
+
+    from mlflow.tracking import MlflowClient
+
+    tmp, uri = layout
+    folder = run_dir(tmp / "long")
+    long_keys = {"x" * 250: {"a": 1, "b": 2}, "y" * 250 + "1": "one", "y" * 250 + "2": "two"}
+    (folder / "config.json").write_text(json.dumps({"task": "ner", "seed": 7, **long_keys}), encoding="utf-8")
+    code, out, err = cli(capsys, "log", folder, "--tracking-uri", uri)
+    assert code == 0 and f"{folder}: logged as MLflow run" in out, err
+    (run,) = mlflow_runs(uri)
+    assert run.info.status == "FINISHED"
+
+    def cut(key):
+        return key[:241] + "-" + hashlib.sha256(key.encode()).hexdigest()[:8]
+
+    params = MlflowClient(uri).get_run(run.info.run_id).data.params
+    assert params == {"task": "ner", "seed": "7", cut("x" * 250 + ".a"): "1", cut("x" * 250 + ".b"): "2",
+                      cut("y" * 250 + "1"): "one", cut("y" * 250 + "2"): "two"}
+    assert {len(k) for k in params if k not in ("task", "seed")} == {250}
+
+
+def test_spec_keys_that_would_still_be_one_param_are_one_error_and_leave_no_run(layout, capsys):
+    from multigrain.platform.errors import ConfigurationError
+    from multigrain.platform.tracking import RunLogger, param_key
+
+    tmp, uri = layout
+    long = "z" * 300
+    spec = {"task": "ner", "seed": 7, long: 1, param_key(long): 2}  # a key spelled as the other's param key
+    good, bad = run_dir(tmp / "good"), run_dir(tmp / "bad")
+    (bad / "config.json").write_text(json.dumps(spec), encoding="utf-8")
+    code, out, err = cli(capsys, "log", good, bad, "--tracking-uri", uri)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert err.startswith(f"error: {bad / 'config.json'}: cannot be logged: '{'z' * 40}'...'{'z' * 30}' (300 "
+                          f"characters) and '{'z' * 40}'...'{param_key(long)[-30:]}' (250 characters): both log as "
+                          f"the MLflow param "), err
+    assert not (tmp / "store" / "m.db").exists()  # refused before the store is opened: the good one waits too
+    ident = {"task": "ner", "dataset": "resume", "model": "tagger", "encoder": "bilstm"}
+    with pytest.raises(ConfigurationError, match="both log as the MLflow param"):  # training's logger: no run
+        RunLogger(uri).start(spec, ident, HASH, str(bad))
+    assert mlflow_runs(uri) == []
+
+
+# 9 ------------------------------------------------------------------ extreme but finite numbers in curves
+EXTREME = [{"epoch": 1, "train_loss": 1e308, "validation_f1": -1e308},
+           {"epoch": 2, "train_loss": -1e308, "validation_f1": 1.7e308}]
+
+
+def test_extreme_finite_curve_values_are_drawn_in_log_import_and_compare(layout, capsys):
+    """MLflow stores ±1e308; matplotlib's autoscale overflowed on them (exit 1, a FAILED run). The
+    plot draws values beyond ±1e300 at ±1e300 and says so; the store keeps the values as they are."""
+    from mlflow.tracking import MlflowClient
+
+    from multigrain.platform.artifacts import drawable
+
+    assert drawable([[1, 1e308], [2, -1e308], [3, 0.5], [4, math.inf]]) == (
+        [1.0, 2.0, 3.0, 4.0], [1e300, -1e300, 0.5, math.inf], True)
+    assert drawable([[1, 1e300], [2, math.nan]])[2] is False
+    tmp, uri = layout
+    folder = run_dir(tmp / "big", history=EXTREME)
+    code, out, err = cli(capsys, "log", folder, "--tracking-uri", uri)
+    assert code == 0 and f"{folder}: logged as MLflow run" in out, err
+    board = board_file(tmp / "big.json", [row("huge", history={"train_loss": [[1, 1e308], [2, -1e308]],
+                                                               "validation_f1": [[1, 0.5], [2, 1.7e308]]})])
+    code, _, err = cli(capsys, "leaderboard", "--import", board, "--tracking-uri", uri)
+    assert code == 0 and "imported 1 runs (0 already in the store)" in err, err
+    runs = mlflow_runs(uri)
+    assert statuses(uri) == ["FINISHED", "FINISHED"]
+    client = MlflowClient(uri)
+    for run in runs:
+        assert [m.value for m in client.get_metric_history(run.info.run_id, "train_loss")] == [1e308, -1e308]
+        assert "learning_curves.png" in [a.path for a in client.list_artifacts(run.info.run_id)]
+    plot = tmp / "both.png"
+    code, out, err = cli(capsys, "compare", *(r.info.run_id for r in runs), "--plot", plot, "--tracking-uri", uri)
+    assert code == 0 and f"learning curves: {plot}" in out, err
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(p.name for p in tmp.glob("both.png*")) == ["both.png"]  # no temporary file left beside it
+
+
+def test_a_confusion_count_past_int64_is_drawn(layout, capsys):
+    tmp, uri = layout
+    folder = run_dir(tmp / "run", test_confusion={"labels": ["a", "b"], "matrix": [[10 ** 300, 0], [0, 1]]})
+    code, out, err = cli(capsys, "log", folder, "--tracking-uri", uri)
+    assert code == 0 and f"{folder}: logged as MLflow run" in out, err
+    assert statuses(uri) == ["FINISHED"]
