@@ -21,6 +21,7 @@ from typing import Iterator, Optional
 from multigrain.platform.data import json_lines
 from multigrain.platform.specs import spec_hash
 from multigrain.platform.errors import ConfigurationError
+from multigrain.platform.weights import open_lock, write_atomically
 
 
 @contextmanager
@@ -32,10 +33,10 @@ def training_lock(run_dir: Path) -> Iterator[None]:
     lock when the holder exits or is killed, so a file left by a killed process never blocks."""
     import fcntl
 
-    path = (run_dir.parent / f".{run_dir.name}.lock").resolve()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    path = run_dir.parent.resolve() / f".{run_dir.name}.lock"  # the lock file itself is never a link followed
     while True:
-        handle = open(path, "a+", encoding="utf-8")
+        handle = open_lock(path)
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -67,35 +68,55 @@ def write_run_files(run_dir: Path, spec: dict, vocab) -> None:
 
 
 def write_run_spec(run_dir: Path, spec: dict) -> None:
-    tmp = run_dir / "config.json.tmp"
-    tmp.write_text(json.dumps(spec, indent=2, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, run_dir / "config.json")
-    (run_dir / "spec_hash").write_text(spec_hash(spec) + "\n")
+    text = json.dumps(spec, indent=2, ensure_ascii=False)
+    write_atomically(run_dir / "config.json", lambda f: f.write(text), binary=False)
+    write_atomically(run_dir / "spec_hash", lambda f: f.write(spec_hash(spec) + "\n"), binary=False)
+
+
+def _read_object(path: Path, what: str) -> dict:
+    """The JSON object in ``path``, a file of a run directory (``what`` it should be: ``a JSON
+    spec``); unreadable, bad or too deeply nested JSON, or no object, is a ConfigurationError naming it."""
+    from multigrain.platform import jsonio
+
+    try:
+        value = jsonio.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigurationError(f"{path}: cannot read it ({e.strerror or e})") from None
+    except ValueError as e:  # a JsonTextError, or a UnicodeDecodeError
+        raise ConfigurationError(f"{path}: damaged, not {what} ({e})") from None
+    if not isinstance(value, dict):
+        raise ConfigurationError(f"{path}: damaged, not {what} (holds a {type(value).__name__})")
+    return value
 
 
 def read_spec(run_dir: Path) -> dict:
+    """The run's resolved spec (``config.json``); a damaged one is a ConfigurationError naming it (and
+    the key, for a ``trainer`` that is no object: the run plan reads it before the spec is validated)."""
     path = Path(run_dir) / "config.json"
     if not path.is_file():
         raise ConfigurationError(f"{run_dir}: not a multigrain run directory (no config.json)")
-    try:
-        spec = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as e:
-        raise ConfigurationError(f"{path}: damaged, not a JSON spec ({e})") from None
-    if not isinstance(spec, dict):
-        raise ConfigurationError(f"{path}: damaged, not a JSON spec (holds a {type(spec).__name__})")
+    spec = _read_object(path, "a JSON spec")
+    if "trainer" in spec and not isinstance(spec["trainer"], dict):
+        raise ConfigurationError(f"{path}: damaged, not a JSON spec (trainer: expected an object, got "
+                                 f"{json.dumps(spec['trainer'])[:60]})")
     return spec
 
 
+def read_result(run_dir: Path) -> Optional[dict]:
+    """The run's ``metrics.json`` (None when there is none). The training writes it whole or not at
+    all, so one that is no JSON object (cut short, a list) is a ConfigurationError naming it."""
+    path = Path(run_dir) / "metrics.json"
+    return _read_object(path, "a run's results") if path.exists() else None
+
+
 def read_vocabulary(run_dir: Path):
+    """The run's vocabulary; a damaged one is a ConfigurationError naming it (``Vocabulary.load``)."""
     from multigrain.platform.vocab import Vocabulary
 
     path = Path(run_dir) / "vocabulary" / "vocabulary.json"
     if not path.is_file():
         raise ConfigurationError(f"{run_dir}: no vocabulary/vocabulary.json (not a complete run directory)")
-    try:
-        return Vocabulary.load(path.parent)
-    except (ValueError, UnicodeDecodeError, TypeError, AttributeError) as e:
-        raise ConfigurationError(f"{path}: damaged vocabulary ({e})") from None
+    return Vocabulary.load(path.parent)
 
 
 def run_resources(run_dir: Path, training: Optional[list] = None):

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from multigrain.platform.errors import ConfigurationError
+from multigrain.platform.weights import write_atomically
 
 PLUGINS_FILE = "plugins.json"
 
@@ -147,9 +148,8 @@ def record(run_dir: Path, spec: dict) -> list[dict]:
     modules = needed_modules(spec)
     if modules:
         path = Path(run_dir) / PLUGINS_FILE
-        tmp = path.with_name(PLUGINS_FILE + ".tmp")
-        tmp.write_text(json.dumps({"modules": modules}, indent=2, ensure_ascii=False), encoding="utf-8")
-        os.replace(tmp, path)
+        text = json.dumps({"modules": modules}, indent=2, ensure_ascii=False)
+        write_atomically(path, lambda f: f.write(text), binary=False)
     return modules
 
 

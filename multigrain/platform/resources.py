@@ -46,6 +46,7 @@ class Resources:
                                      f"the model fitted it, or an incomplete copy)")
         self.directory.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(name + ".tmp")
+        tmp.unlink(missing_ok=True)  # a link planted there goes; what it points to is never written
         fit(self.training, tmp)
         os.replace(tmp, path)
         return path

@@ -25,6 +25,7 @@ from typing import Callable, Iterator, Optional, Sequence
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.plugins import PLUGINS_FILE
 from multigrain.platform.resources import FOLDER, Resources
+from multigrain.platform.weights import write_atomically
 
 MARKER = ".multigrain-run"
 FORMAT = 1
@@ -81,9 +82,8 @@ def write_marker(run_dir: Path, resources: Sequence[str] = ()) -> None:
     """The marker (atomically), recording ``resources`` as fitted; makes the directory."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    tmp = run_dir / (MARKER + ".tmp")
-    tmp.write_text(json.dumps({"format": FORMAT, "resources": sorted(set(resources))}) + "\n", encoding="utf-8")
-    os.replace(tmp, run_dir / MARKER)
+    text = json.dumps({"format": FORMAT, "resources": sorted(set(resources))}) + "\n"
+    write_atomically(run_dir / MARKER, lambda f: f.write(text), binary=False)
 
 
 def mark(run_dir: Path) -> None:

@@ -23,7 +23,7 @@ from typing import Optional
 
 from multigrain.platform import archive as files
 from multigrain.platform import run_marker
-from multigrain.platform.errors import ConfigurationError
+from multigrain.platform.errors import ConfigurationError, SpecError
 from multigrain.platform.specs import spec_hash
 from multigrain.platform.training import TrainerConfig, trainer_settings
 
@@ -38,11 +38,8 @@ class RunPlan:
     def finished_result(self) -> Optional[dict]:
         """``metrics.json`` of a finished run of this spec in the directory, else None; a finished
         run of another spec there is an error (never overwritten)."""
-        path = self.run_dir / "metrics.json"
-        if not path.exists():
-            return None
-        done = json.loads(path.read_text(encoding="utf-8"))
-        if not done.get("finished"):
+        done = files.read_result(self.run_dir)  # a damaged metrics.json: a ConfigurationError naming it
+        if done is None or not done.get("finished"):
             return None
         if done.get("spec_hash") != self.spec_hash:
             raise ConfigurationError(f"{self.run_dir}: holds a finished run of another spec (hash "
@@ -51,12 +48,10 @@ class RunPlan:
         return done
 
     def own_finished_result(self) -> Optional[dict]:
-        """``metrics.json`` when it holds a finished run of exactly this spec (else None)."""
-        try:
-            done = json.loads((self.run_dir / "metrics.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        return done if done.get("finished") and done.get("spec_hash") == self.spec_hash else None
+        """``metrics.json`` when it holds a finished run of exactly this spec (else None; a damaged
+        one is a ConfigurationError naming it)."""
+        done = files.read_result(self.run_dir)
+        return done if done is not None and done.get("finished") and done.get("spec_hash") == self.spec_hash else None
 
     def has_checkpoint(self) -> bool:
         return (self.run_dir / "last.pt").exists()
@@ -68,15 +63,20 @@ class RunPlan:
     def saved_spec_hash(self) -> Optional[str]:
         return spec_hash(files.read_spec(self.run_dir)) if (self.run_dir / "config.json").exists() else None
 
-    def extension_refused(self, saved: dict) -> Optional[str]:
+    def extension_refused(self, saved: dict, source: Optional[Path] = None) -> Optional[str]:
         """Why the run of ``saved`` cannot be continued as this spec (None when it can): only a
         larger ``trainer.num_epochs`` may differ, and the learning-rate schedule must not depend on
-        it (then the continued run is the run the longer spec would have made)."""
+        it (then the continued run is the run the longer spec would have made). ``source``: the
+        ``config.json`` it was read from, named when its ``trainer.num_epochs`` is no number of epochs."""
         same_otherwise = json.loads(json.dumps(saved))
         same_otherwise.setdefault("trainer", {})["num_epochs"] = self.spec.get("trainer", {}).get("num_epochs")
         if spec_hash(same_otherwise) != self.spec_hash:
             return ""
-        old, new = trainer_settings(saved).num_epochs, self.trainer.num_epochs
+        try:
+            old = trainer_settings(saved).num_epochs
+        except SpecError as e:  # the saved spec is not validated when read
+            raise SpecError(e.problems, str(source) if source is not None else None) from None
+        new = self.trainer.num_epochs
         if new <= old:
             return f" (only trainer.num_epochs differs: {old} in the run, {new} given; a run can be extended, not cut)"
         if self.trainer.schedule_depends_on_epochs:
@@ -95,7 +95,7 @@ class RunPlan:
             if run.name.endswith(".copying") or not (run / "config.json").is_file() or not (run / "last.pt").is_file():
                 continue
             saved = files.read_spec(run)
-            if self.extension_refused(saved) is None:
+            if self.extension_refused(saved, run / "config.json") is None:
                 epochs = trainer_settings(saved).num_epochs
                 if epochs > best_epochs:
                     best, best_epochs = run, epochs
@@ -121,7 +121,7 @@ class RunPlan:
         saved_hash = spec_hash(saved)
         extended = saved_hash != self.spec_hash
         if extended:
-            why_not = self.extension_refused(saved)
+            why_not = self.extension_refused(saved, self.run_dir / "config.json")
             if why_not is not None:
                 raise ConfigurationError(f"{self.run_dir}: --resume with a different spec (hash {saved_hash[:12]} "
                                          f"in the run, {self.spec_hash[:12]} given); resume with the run's own "
@@ -132,7 +132,7 @@ class RunPlan:
         """Refuses a directory holding a run of another spec that this one cannot continue."""
         saved = self.saved_spec_hash()
         if saved is not None and saved != self.spec_hash and self.extension_refused(
-                files.read_spec(self.run_dir)) is not None:
+                files.read_spec(self.run_dir), self.run_dir / "config.json") is not None:
             raise ConfigurationError(f"{self.run_dir}: holds a run of another spec (hash {saved[:12]}); "
                                      f"not overwriting it")
 

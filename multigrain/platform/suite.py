@@ -65,12 +65,12 @@ class SuiteRun:
         return f"{self.entry} seed={self.seed}"
 
     def result(self) -> Optional[dict]:
-        """The run directory's metrics.json when it holds a finished run of this spec, else None."""
-        try:
-            done = json.loads((Path(self.run_dir) / "metrics.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        return done if done.get("finished") and done.get("spec_hash") == self.spec_hash else None
+        """The run directory's metrics.json when it holds a finished run of this spec, else None (a
+        damaged one is a ConfigurationError naming it: ``archive.read_result``)."""
+        from multigrain.platform.archive import read_result
+
+        done = read_result(Path(self.run_dir))
+        return done if done is not None and done.get("finished") and done.get("spec_hash") == self.spec_hash else None
 
     def state(self) -> str:
         """``finished`` (its metrics.json is this spec's, finished), ``partial`` (a checkpoint to

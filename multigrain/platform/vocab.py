@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
-from multigrain.platform.errors import ConfigurationError
+from multigrain.platform.errors import ConfigurationError, DataError
 
 PAD, OOV = "@@PAD@@", "@@UNK@@"
 
@@ -20,9 +20,13 @@ def is_label_namespace(name: str) -> bool:
 
 
 class Vocabulary:
+    """Token <-> index tables by namespace; ``source``: the ``vocabulary.json`` it was loaded from
+    (None when built here), named when a model asks it for a namespace it lacks."""
+
     def __init__(self, tokens: dict[str, list[str]] | None = None):
         self._itos: dict[str, list[str]] = {}
         self._stoi: dict[str, dict[str, int]] = {}
+        self.source: Optional[Path] = None
         for ns, toks in (tokens or {}).items():
             self._set(ns, toks)
 
@@ -71,10 +75,21 @@ class Vocabulary:
         return len(self._itos.get(namespace, ()))
 
     def tokens(self, namespace: str) -> list[str]:
-        return list(self._itos[namespace])
+        return list(self._itos[namespace] if namespace in self._itos else self._missing(namespace))
+
+    def _table(self, namespace: str) -> dict[str, int]:
+        return self._stoi[namespace] if namespace in self._stoi else self._missing(namespace)
+
+    def _missing(self, namespace: str):
+        """Raises for a namespace this vocabulary lacks: a KeyError, or for a loaded vocabulary
+        (a run directory's) a DataError naming its file and the namespace."""
+        if self.source is None:
+            raise KeyError(namespace)
+        raise DataError(self.source, None, f"no {namespace!r} namespace, which the model needs (the file has "
+                                           f"{', '.join(map(repr, self.namespaces())) or 'none'})")
 
     def index(self, namespace: str, token: str) -> int:
-        table = self._stoi[namespace]
+        table = self._table(namespace)
         if token in table:
             return table[token]
         if is_label_namespace(namespace):
@@ -87,17 +102,17 @@ class Vocabulary:
         unknown label; elsewhere an unknown token is OOV), with the table looked up once."""
         if is_label_namespace(namespace):
             return lambda token: self.index(namespace, token)
-        table = self._stoi[namespace]
+        table = self._table(namespace)
         return lambda token: table.get(token, 1)
 
     def indices(self, namespace: str, tokens: Iterable[str]) -> list[int]:
-        table = self._stoi[namespace]
+        table = self._table(namespace)
         if is_label_namespace(namespace):
             return [self.index(namespace, t) for t in tokens]
         return [table.get(t, 1) for t in tokens]
 
     def token(self, namespace: str, index: int) -> str:
-        return self._itos[namespace][index]
+        return (self._itos[namespace] if namespace in self._itos else self._missing(namespace))[index]
 
     def contains(self, namespace: str, token: str) -> bool:
         return token in self._stoi.get(namespace, {})
@@ -142,8 +157,32 @@ class Vocabulary:
 
     @classmethod
     def load(cls, directory: str | Path) -> "Vocabulary":
-        data = json.loads((Path(directory) / "vocabulary.json").read_text(encoding="utf-8"))
-        return cls(data)
+        """The vocabulary saved in ``directory/vocabulary.json`` (``source``): an object of namespace ->
+        list of string tokens; anything else (bad or too deeply nested JSON, a list, a token that is
+        no string) is a ConfigurationError naming the file (and the namespace)."""
+        from multigrain.platform import jsonio
+
+        path = Path(directory) / "vocabulary.json"
+        try:
+            data = jsonio.loads(path.read_text(encoding="utf-8"))
+        except OSError as e:
+            raise ConfigurationError(f"{path}: cannot read the vocabulary ({e.strerror or e})") from None
+        except ValueError as e:  # a JsonTextError, or a UnicodeDecodeError
+            raise ConfigurationError(f"{path}: damaged vocabulary ({e})") from None
+        if not isinstance(data, dict):
+            raise ConfigurationError(f"{path}: damaged vocabulary (holds a {type(data).__name__}, not an object of "
+                                     f"namespace -> list of tokens)")
+        for ns, tokens in data.items():
+            if not isinstance(tokens, list):
+                raise ConfigurationError(f"{path}: damaged vocabulary (namespace {ns!r}: a {type(tokens).__name__}, "
+                                         f"not a list of tokens)")
+            bad = next((i for i, t in enumerate(tokens) if not isinstance(t, str)), None)
+            if bad is not None:
+                raise ConfigurationError(f"{path}: damaged vocabulary (namespace {ns!r}: token {bad} is "
+                                         f"{json.dumps(tokens[bad])[:40]}, not a string)")
+        vocab = cls(data)
+        vocab.source = path
+        return vocab
 
     def __repr__(self):
         return "Vocabulary(" + ", ".join(f"{ns}={self.size(ns)}" for ns in self.namespaces()) + ")"
@@ -177,9 +216,8 @@ class VocabularyConfig:
             return None
         try:
             return Vocabulary.load(self.directory)
-        except (OSError, ValueError, TypeError, AttributeError) as e:
-            raise ConfigurationError(f"vocabulary.directory: {self.directory}/vocabulary.json is not a vocabulary "
-                                     f"({e})") from None
+        except ConfigurationError as e:  # names the file
+            raise ConfigurationError(f"vocabulary.directory: {e}") from None
 
     def pretrained_tokens(self, counters: dict[str, Counter]) -> dict[str, list[str]]:
         """Per namespace with a pretrained file: the tokens of ``counters`` (all splits) that the

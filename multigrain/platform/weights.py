@@ -193,7 +193,7 @@ def write_atomically(path: Path, write: Callable, binary: bool = True) -> None:
     tmp = path.with_name(path.name + ".tmp")
     sink: Optional[_RecordingWriter] = None
     try:
-        with open(tmp, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as f:
+        with os.fdopen(create_new(tmp), "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as f:
             sink = _RecordingWriter(f)
             write(sink)
             f.flush()
@@ -208,6 +208,32 @@ def write_atomically(path: Path, write: Callable, binary: bool = True) -> None:
         if isinstance(cause, OSError):
             raise ConfigurationError(write_failure(path, cause)) from None
         raise
+
+
+def create_new(path: Path) -> int:
+    """A descriptor of a new, empty file at ``path``, opened for writing. Whatever was there is
+    removed first (a ``.tmp`` left by a killed process, or a symbolic link planted in a copied run
+    directory: the link goes, never what it points to), and the file is created exclusively and
+    without following a link, so a write never lands outside the folder of ``path``."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+
+
+def open_lock(path: Path):
+    """``path`` opened for reading and appending (a lock file: flock, a pid), created if missing,
+    never through a symbolic link: a link there is a ConfigurationError, and the file it points to
+    is neither created, written nor removed."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    except OSError as e:
+        if e.errno == errno.ELOOP or Path(path).is_symlink():
+            raise ConfigurationError(f"{path}: a symbolic link where multigrain keeps a lock file; remove it "
+                                     f"(the file it points to is left alone)") from None
+        raise
+    return os.fdopen(fd, "a+", encoding="utf-8")
 
 
 def write_failure(path: Path, error: OSError) -> str:

@@ -249,18 +249,88 @@ def test_a_hostile_archive_path_in_a_spec_names_the_spec_path(trained, tmp_path)
 
 
 # ------------------------------------------------------------------------------- a full disk
-def test_a_full_disk_leaves_no_tmp_and_the_file_as_it_was(tmp_path):
+def full_disk_after(head: bytes):
+    """A writer that writes ``head``, then fails as a full disk does."""
+    def write(f):
+        f.write(head)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    return write
+
+
+def test_a_full_disk_leaves_no_tmp_and_the_file_as_it_was(tmp_path, monkeypatch):
     target = tmp_path / "last.pt"
     save_weights({"w": torch.ones(3)}, target)
     before = target.read_bytes()
-    (tmp_path / "last.pt.tmp").symlink_to("/dev/full")  # every write to it: ENOSPC, as on a full disk
+    monkeypatch.setattr(torch, "save", lambda obj, f: full_disk_after(b"PK\x03\x04 half")(f))
     with pytest.raises(ConfigurationError, match=f"no space left on device writing {target}"):
         save_weights({"w": torch.ones(100_000)}, target)
     assert target.read_bytes() == before and not (tmp_path / "last.pt.tmp").exists()
-    (tmp_path / "m.json.tmp").symlink_to("/dev/full")
     with pytest.raises(ConfigurationError, match="no space left on device writing .*m.json"):
-        write_atomically(tmp_path / "m.json", lambda f: f.write(b"{}"))
+        write_atomically(tmp_path / "m.json", full_disk_after(b"{"))
     assert not (tmp_path / "m.json").exists() and not (tmp_path / "m.json.tmp").exists()
+
+
+# ------------------------------------------------------------------ links planted in a run directory
+def test_a_tmp_link_is_replaced_never_written_through(tmp_path):
+    """A ``.tmp`` that is a symbolic link (planted in a copied run directory) is removed and made
+    anew inside the folder: the file it points to, outside, keeps its bytes."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("the user's notes\n")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    for name in ("metrics.json", "last.pt", "config.json", "spec_hash", ".multigrain-run"):
+        (run_dir / (name + ".tmp")).symlink_to(outside)
+    write_atomically(run_dir / "metrics.json", lambda f: f.write(b"{}"))
+    save_weights({"w": torch.ones(2)}, run_dir / "last.pt")
+    files.write_run_spec(run_dir, {"a": 1})
+    from multigrain.platform import run_marker
+
+    run_marker.write_marker(run_dir)
+    assert outside.read_text() == "the user's notes\n"
+    written = ["metrics.json", "last.pt", "config.json", "spec_hash", ".multigrain-run"]
+    assert all((run_dir / n).is_file() and not (run_dir / n).is_symlink() for n in written)
+    assert json.loads((run_dir / "config.json").read_text()) == {"a": 1} and not list(run_dir.glob("*.tmp"))
+
+
+def test_a_resume_writes_inside_its_run_directory_only(trained, tmp_path):
+    """The audit's case: a stopped run whose ``.tmp`` files are links to files outside it, resumed
+    to its end: the outside files keep their bytes, and the run finishes as the one never stopped."""
+    spec, stopped, full = trained
+    run_dir = tmp_path / "run"
+    shutil.copytree(stopped, run_dir)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for name in (".multigrain-run", "metrics.json", "last.pt", "best.pt", "config.json", "spec_hash"):
+        (outside / name).write_text(f"keep {name}\n")
+        (run_dir / (name + ".tmp")).symlink_to(outside / name)
+    Run(spec, run_dir).train(resume=True)
+    assert all((outside / n).read_text() == f"keep {n}\n" for n in os.listdir(outside))
+    # the links a resume had no cause to write through are left as they were, still unfollowed
+    assert not [p for p in run_dir.rglob("*") if p.is_symlink() and p.suffix != ".tmp"]
+    assert not (run_dir / "metrics.json.tmp").exists() and not (run_dir / "last.pt.tmp").exists()
+    ours, theirs = (json.loads((d / "metrics.json").read_text()) for d in (run_dir, full))
+    assert ours["test"] == theirs["test"] and ours["epochs_completed"] == theirs["epochs_completed"] == 3
+
+
+def test_a_lock_file_that_is_a_link_is_refused_and_its_target_kept(tmp_path):
+    """The training lock beside a run directory is never followed: a link there is one error, and
+    the file it points to (elsewhere) is neither emptied nor removed."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    keep = elsewhere / "keep.txt"
+    keep.write_text("keep me\n")
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    (runs / ".r.lock").symlink_to(keep)
+    with pytest.raises(ConfigurationError, match=r"\.r\.lock: a symbolic link where multigrain keeps a lock file"):
+        with files.training_lock(runs / "r"):
+            pass
+    assert keep.read_text() == "keep me\n" and (runs / ".r.lock").is_symlink()
+    (runs / ".d.lock").symlink_to(elsewhere / "missing.txt")  # a dangling link: nothing made there either
+    with pytest.raises(ConfigurationError, match="a symbolic link"):
+        with files.training_lock(runs / "d"):
+            pass
+    assert not (elsewhere / "missing.txt").exists()
 
 
 def test_a_full_disk_mid_training_is_one_error_and_resume_finishes_bit_identically(trained, tmp_path, monkeypatch,

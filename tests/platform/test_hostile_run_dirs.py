@@ -253,3 +253,73 @@ def test_copying_a_sibling_run_with_a_pipe_in_it_is_one_clear_error_and_leaves_n
                                                  r"run .*sibling; nothing was copied"):
         run_marker.copy_run(source, tmp_path / "run")
     assert not (tmp_path / "run").exists() and not (tmp_path / "run.copying").exists()
+
+
+# ------------------------------------------------------------------ damaged metrics.json and config.json
+DEEP = "[" * 100000 + "]" * 100000
+
+
+def cli(capsys, *args) -> tuple[int, str]:
+    """(exit code, stderr) of the CLI run in this process."""
+    from multigrain.platform.commands import main as cli_main
+
+    code = cli_main([str(a) for a in args])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text, why", [("[1]", "holds a list"), ("[]", "holds a list"),
+                                       ('{"finished": tru', "bad JSON: Expecting value (column 14)"),
+                                       (DEEP, "nested deeper than 200 levels")],
+                         ids=["list", "empty_list", "truncated", "deep"])
+def test_a_damaged_metrics_json_is_one_error_naming_it(trained, tmp_path, capsys, text, why):
+    from multigrain.platform import suite as suites
+
+    run = tmp_path / "run"
+    shutil.copytree(trained["run"], run)
+    (run / "metrics.json").write_text(text, encoding="utf-8")
+    before = snapshot(run)
+    expected = f"{run / 'metrics.json'}: damaged, not a run's results ({why})"
+    for name, call in {"finished_result": lambda: Run(trained["spec"], run).finished_result(),
+                       "train --resume": lambda: Run(trained["spec"], run).train(resume=True),
+                       "train_or_reuse": lambda: Run(trained["spec"], run).train_or_reuse()}.items():
+        with pytest.raises(ConfigurationError) as refused:
+            call()
+        assert str(refused.value) == expected, name
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(trained["spec"]), encoding="utf-8")
+    assert cli(capsys, "train", spec, "-s", run, "--resume", "--no-tracking") == (2, f"error: {expected}\n")
+    assert snapshot(run) == before  # nothing was written there
+
+    suite = tmp_path / "suite.json"  # a suite whose planned run directory holds the damaged file
+    suite.write_text(json.dumps({"entries": [{"spec": "spec.json", "seeds": [13]}]}), encoding="utf-8")
+    [planned] = suites.plan(suite, suites.load_suite(suite), tmp_path / "runs", check_data_paths=False)
+    shutil.copytree(run, planned.run_dir)
+    damaged = Path(planned.run_dir) / "metrics.json"
+    assert cli(capsys, "suite", suite, "--dry-run", "--runs-dir", tmp_path / "runs") == (
+        2, f"error: {damaged}: damaged, not a run's results ({why})\n")
+
+
+@pytest.mark.parametrize("damage, why", [
+    (lambda spec: DEEP, "damaged, not a JSON spec (nested deeper than 200 levels)"),
+    (lambda spec: json.dumps({**spec, "trainer": 5}), "damaged, not a JSON spec (trainer: expected an object, got 5)"),
+    (lambda spec: json.dumps({**spec, "trainer": None}),
+     "damaged, not a JSON spec (trainer: expected an object, got null)"),
+    (lambda spec: json.dumps({**spec, "trainer": {**spec["trainer"], "num_epochs": "x"}}),
+     '1 error in spec:\n  trainer.num_epochs: expected int, got "x"'),
+], ids=["deep", "trainer_int", "trainer_null", "num_epochs_text"])
+def test_a_damaged_config_json_is_one_error_naming_it_and_the_key(trained, tmp_path, capsys, damage, why):
+    """A run with a ``last.pt`` to resume whose saved spec is damaged: ``--resume`` with the user's
+    spec reads it to decide whether the run may be extended."""
+    run = tmp_path / "run"
+    shutil.copytree(trained["run"], run)
+    (run / "metrics.json").unlink()  # an interrupted run: the saved spec is read to plan the resume
+    (run / "config.json").write_text(damage(trained["spec"]), encoding="utf-8")
+    before = snapshot(run)
+    expected = f"{run / 'config.json'}: {why}"
+    with pytest.raises(ConfigurationError) as refused:
+        Run(trained["spec"], run).train(resume=True)
+    assert str(refused.value) == expected
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(trained["spec"]), encoding="utf-8")
+    assert cli(capsys, "train", spec, "-s", run, "--resume", "--no-tracking") == (2, f"error: {expected}\n")
+    assert snapshot(run) == before

@@ -51,6 +51,34 @@ def test_damaged_run_directories(run_dir, tmp_path):
         check(run_cli("predict", broken_copy(run_dir, where, damage), tmp_path / "in.jsonl"), message)
 
 
+DEEP = "[" * 100000 + "]" * 100000
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda saved: {}, "no 'tags' namespace, which the model needs (the file has none)"),
+    (lambda saved: [], "damaged vocabulary (holds a list, not an object of namespace -> list of tokens)"),
+    (lambda saved: {k: v for k, v in saved.items() if k != "tags"},
+     "no 'tags' namespace, which the model needs (the file has 'bigrams', 'chars')"),
+    (lambda saved: {**saved, "tags": ["O", 7]}, "damaged vocabulary (namespace 'tags': token 1 is 7, not a string)"),
+    (lambda saved: {**saved, "chars": "甲乙"}, "damaged vocabulary (namespace 'chars': a str, not a list of tokens)"),
+    (lambda saved: DEEP, "damaged vocabulary (nested deeper than 200 levels)"),
+], ids=["empty_object", "empty_list", "no_tags", "int_token", "string_namespace", "deep"])
+def test_a_damaged_vocabulary_is_exit_2_naming_the_file_and_the_namespace(run_dir, tmp_path, capsys, damage, message):
+    from multigrain.platform.commands import main as cli_main
+
+    def write(copy):
+        saved = json.loads((copy / "vocabulary" / "vocabulary.json").read_text(encoding="utf-8"))
+        damaged = damage(saved)
+        text = damaged if isinstance(damaged, str) else json.dumps(damaged)
+        (copy / "vocabulary" / "vocabulary.json").write_text(text, encoding="utf-8")
+
+    copy = broken_copy(run_dir, tmp_path, write)
+    (tmp_path / "in.jsonl").write_text('{"text": "张三在北京"}\n', encoding="utf-8")
+    code = cli_main(["predict", str(copy), str(tmp_path / "in.jsonl")])
+    out = capsys.readouterr()
+    assert (code, out.out, out.err) == (2, "", f"error: {copy / 'vocabulary' / 'vocabulary.json'}: {message}\n")
+
+
 def test_bad_arguments_and_files(run_dir, tmp_path):
     check(run_cli("predict", run_dir, tmp_path / "missing.jsonl"), "missing.jsonl: no such input file")
     check(run_cli("evaluate", run_dir, tmp_path / "missing.bmes"), "missing.bmes: no such data file")

@@ -23,5 +23,23 @@ def test_a_folder_without_a_vocabulary_is_an_error(tmp_path):
     with pytest.raises(ConfigurationError, match="holds no vocabulary.json"):
         VocabularyConfig(directory=str(tmp_path))
     (tmp_path / "vocabulary.json").write_text("[1, 2", encoding="utf-8")
-    with pytest.raises(ConfigurationError, match="is not a vocabulary"):
+    with pytest.raises(ConfigurationError) as e:
         VocabularyConfig(directory=str(tmp_path)).fixed()
+    assert str(e.value) == (f"vocabulary.directory: {tmp_path / 'vocabulary.json'}: damaged vocabulary "
+                            f"(bad JSON: Expecting ',' delimiter (column 6))")
+
+
+def test_a_namespace_a_loaded_vocabulary_lacks_names_its_file(tmp_path):
+    from multigrain.platform.errors import DataError
+
+    Vocabulary({"chars": ["@@PAD@@", "@@UNK@@", "甲"]}).save(tmp_path)
+    loaded = Vocabulary.load(tmp_path)
+    assert loaded.source == tmp_path / "vocabulary.json" and loaded.tokens("chars") == ["@@PAD@@", "@@UNK@@", "甲"]
+    for ask in (lambda v: v.tokens("tags"), lambda v: v.index("tags", "O"), lambda v: v.indices("words", ["甲"]),
+                lambda v: v.token("tags", 0), lambda v: v.index_of("words")):
+        with pytest.raises(DataError) as e:
+            ask(loaded)
+        assert str(e.value).startswith(f"{tmp_path / 'vocabulary.json'}: no '")
+        assert str(e.value).endswith("' namespace, which the model needs (the file has 'chars')")
+        with pytest.raises(KeyError):  # a vocabulary built here has no file to name
+            ask(Vocabulary({"chars": ["@@PAD@@", "@@UNK@@", "甲"]}))

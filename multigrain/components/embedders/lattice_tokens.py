@@ -13,13 +13,13 @@ vocabulary must then be that run's (``vocabulary.directory``), else the table si
 """
 from __future__ import annotations
 
-import json
 from typing import Optional
 
 import torch
 from torch import nn
 
 from multigrain.components.pretrained import checkpoint_file, load_pretrained
+from multigrain.platform import jsonio
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.kinds import TokenEmbedder
 from multigrain.platform.vocab import Vocabulary
@@ -31,7 +31,7 @@ def check_same_inputs(vocab: Vocabulary, pretrained: str, words: bool) -> None:
     and the namespaces equal that run's ``vocabulary/``."""
     run = checkpoint_file(pretrained).parent
     try:
-        embedder = json.loads((run / "config.json").read_text(encoding="utf-8"))["model"]["embedder"]
+        embedder = jsonio.loads((run / "config.json").read_text(encoding="utf-8"))["model"]["embedder"]
         theirs_words = embedder.get("words", True) if embedder.get("type") == "lattice_tokens" else None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         theirs_words = None

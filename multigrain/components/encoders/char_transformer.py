@@ -153,8 +153,8 @@ def _token_row_map(vocab_dir: Optional[Path], vocab: Vocabulary, namespace: str)
         return None
     try:
         other = Vocabulary.load(vocab_dir)
-    except (ValueError, UnicodeDecodeError, TypeError, AttributeError, KeyError) as e:
-        raise ConfigurationError(f"archive_path: {vocab_dir / 'vocabulary.json'}: damaged vocabulary ({e})") from None
+    except ConfigurationError as e:  # names the file
+        raise ConfigurationError(f"archive_path: {e}") from None
     if namespace not in other.namespaces():
         return None
     pairs = [(i, other.index(namespace, t)) for i, t in enumerate(vocab.tokens(namespace))

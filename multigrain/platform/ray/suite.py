@@ -29,12 +29,13 @@ def _suite_task(spec: dict, run_dir: str, index: int, monitor, cwd: str, hide_gp
     import fcntl
 
     from multigrain.platform.ray.sweep import _trial_task
+    from multigrain.platform.weights import open_lock
 
     if os.path.isdir(cwd):
         os.chdir(cwd)
     path = Path(run_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.parent / f".{path.name}.suite-lock", "a+", encoding="utf-8") as lock:
+    with open_lock(path.parent / f".{path.name}.suite-lock") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or by the kernel if we die
         return _trial_task(spec, run_dir, index, monitor, cwd, hide_gpus, included)
 

@@ -68,3 +68,23 @@ def test_char_transformer_warm_starts_from_a_v0_archive(monkeypatch):
     ids = torch.tensor([[2, 5, 9, 14, 3], [2, 7, 3, 0, 0]])
     mask = ids != 0
     torch.testing.assert_close(backbone(ids, mask), archive.model.embedder(ids, mask))
+
+
+def test_a_damaged_vocabulary_beside_an_archive_path_names_the_file(tmp_path, monkeypatch):
+    """The archive's ``vocabulary.json`` maps its token rows onto ours: a damaged one is one error
+    naming ``archive_path`` and the file (``Vocabulary.load``'s check), never a traceback."""
+    import shutil
+
+    from multigrain.components.encoders.char_transformer import CharTransformer
+    from multigrain.platform.errors import ConfigurationError
+
+    monkeypatch.chdir(ROOT)
+    archive = Run.open(FIXTURES / "mwa").load_archive(device="cpu")
+    copy = tmp_path / "mwa"
+    shutil.copytree(FIXTURES / "mwa", copy)
+    saved = copy / "vocabulary" / "vocabulary.json"
+    saved.write_text(json.dumps({"chars": ["@@PAD@@", 7]}), encoding="utf-8")
+    with pytest.raises(ConfigurationError, match=rf"^archive_path: {saved}: damaged vocabulary \(namespace 'chars': "
+                                                 r"token 1 is 7, not a string\)$"):
+        CharTransformer(archive.vocab, hidden_size=16, num_layers=1, num_heads=2, max_length=64,
+                        archive_path=str(copy))
