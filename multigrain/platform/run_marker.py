@@ -182,9 +182,10 @@ def copy_run(source: Path, run_dir: Path) -> None:
         else:
             raise ConfigurationError(f"{tmp}: in the way of copying the run {source} there (not an interrupted "
                                      f"copy of multigrain's); move it away")
-    odd = next((p for p in sorted(source.rglob("*")) if not (p.is_symlink() or p.is_file() or p.is_dir())), None)
-    if odd is not None:  # a FIFO would block the copy, a device would copy its contents
-        raise ConfigurationError(f"{odd}: not a regular file (a pipe, socket or device) in the run {source}; "
+    odd = next((p for p in sorted(source.rglob("*")) if p.is_symlink() or not (p.is_file() or p.is_dir())), None)
+    if odd is not None:  # a FIFO would block the copy, a device or a link would copy what is outside the run
+        kind = "a symbolic link (multigrain writes none)" if odd.is_symlink() else "a pipe, socket or device"
+        raise ConfigurationError(f"{odd}: not a regular file ({kind}) in the run {source}; "
                                  f"nothing was copied; remove it or train from scratch in another directory")
     write_marker(tmp, fitted(source))
     try:

@@ -180,6 +180,11 @@ class Vocabulary:
             if bad is not None:
                 raise ConfigurationError(f"{path}: damaged vocabulary (namespace {ns!r}: token {bad} is "
                                          f"{json.dumps(tokens[bad])[:40]}, not a string)")
+            if len(set(tokens)) < len(tokens):  # its later indices would not be what the model learned
+                first: dict[str, int] = {}
+                again = next(i for i, t in enumerate(tokens) if first.setdefault(t, i) != i)
+                raise ConfigurationError(f"{path}: damaged vocabulary (namespace {ns!r}: token {again} repeats "
+                                         f"token {first[tokens[again]]}, {json.dumps(tokens[again])[:40]})")
         vocab = cls(data)
         vocab.source = path
         return vocab

@@ -255,6 +255,21 @@ def test_copying_a_sibling_run_with_a_pipe_in_it_is_one_clear_error_and_leaves_n
     assert not (tmp_path / "run").exists() and not (tmp_path / "run.copying").exists()
 
 
+def test_copying_a_sibling_run_with_a_link_in_it_is_refused_and_reads_nothing_outside(trained, tmp_path):
+    """A link in the sibling would copy a file from outside the run into the new one (its bytes read
+    as a checkpoint): refused, nothing copied."""
+    source = tmp_path / "sibling"
+    shutil.copytree(trained["run"], source)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not the run's\n")
+    (source / "resources").mkdir(exist_ok=True)
+    (source / "resources" / "notes.txt").symlink_to(secret)
+    with pytest.raises(ConfigurationError, match=r"notes\.txt: not a regular file \(a symbolic link \(multigrain "
+                                                 r"writes none\)\) in the run .*sibling; nothing was copied"):
+        run_marker.copy_run(source, tmp_path / "run")
+    assert not (tmp_path / "run").exists() and not (tmp_path / "run.copying").exists()
+
+
 # ------------------------------------------------------------------ damaged metrics.json and config.json
 DEEP = "[" * 100000 + "]" * 100000
 

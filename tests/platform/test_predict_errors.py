@@ -62,7 +62,9 @@ DEEP = "[" * 100000 + "]" * 100000
     (lambda saved: {**saved, "tags": ["O", 7]}, "damaged vocabulary (namespace 'tags': token 1 is 7, not a string)"),
     (lambda saved: {**saved, "chars": "甲乙"}, "damaged vocabulary (namespace 'chars': a str, not a list of tokens)"),
     (lambda saved: DEEP, "damaged vocabulary (nested deeper than 200 levels)"),
-], ids=["empty_object", "empty_list", "no_tags", "int_token", "string_namespace", "deep"])
+    (lambda saved: {**saved, "tags": saved["tags"] + [saved["tags"][2]]},
+     None),  # the message names the repeated label: filled in below
+], ids=["empty_object", "empty_list", "no_tags", "int_token", "string_namespace", "deep", "repeated_label"])
 def test_a_damaged_vocabulary_is_exit_2_naming_the_file_and_the_namespace(run_dir, tmp_path, capsys, damage, message):
     from multigrain.platform.commands import main as cli_main
 
@@ -73,6 +75,9 @@ def test_a_damaged_vocabulary_is_exit_2_naming_the_file_and_the_namespace(run_di
         (copy / "vocabulary" / "vocabulary.json").write_text(text, encoding="utf-8")
 
     copy = broken_copy(run_dir, tmp_path, write)
+    if message is None:  # a label twice: the later indices would not be the ones the model learned
+        tags = json.loads((copy / "vocabulary" / "vocabulary.json").read_text(encoding="utf-8"))["tags"]
+        message = f"damaged vocabulary (namespace 'tags': token {len(tags) - 1} repeats token 2, {json.dumps(tags[2])})"
     (tmp_path / "in.jsonl").write_text('{"text": "张三在北京"}\n', encoding="utf-8")
     code = cli_main(["predict", str(copy), str(tmp_path / "in.jsonl")])
     out = capsys.readouterr()
