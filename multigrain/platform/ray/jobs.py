@@ -88,6 +88,26 @@ def _status_text(status) -> str:
     return str(getattr(status, "value", status))
 
 
+#: seconds a submission waits for a just-started head's job agent ("No available agent to submit job,
+#: please try again later": the dashboard answers before its agent has registered)
+AGENT_WAIT_S = 60.0
+
+
+def _submit(client, kwargs: dict, wait: Optional[float] = None) -> None:
+    """``client.submit_job(**kwargs)``, tried again (0.5 s, doubling to 5 s apart) while the head has no
+    job agent yet, for at most ``wait`` seconds (``AGENT_WAIT_S``); any other error at once."""
+    deadline = time.monotonic() + (AGENT_WAIT_S if wait is None else wait)
+    delay = 0.5
+    while True:
+        try:
+            return client.submit_job(**kwargs)
+        except RuntimeError as e:
+            if "No available agent" not in str(e) or time.monotonic() + delay > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(2 * delay, 5.0)
+
+
 def submit_job(address: str, spec: dict, name: str, runtime_env: Optional[dict] = None,
                run_dir: Optional[str] = None, tracking_uri: Optional[str] = None, num_cpus: float = 1,
                num_gpus: float = 0, retry_failed: bool = False, cwd: Optional[str] = None,
@@ -107,7 +127,7 @@ def submit_job(address: str, spec: dict, name: str, runtime_env: Optional[dict] 
                   runtime_env=runtime_env, metadata={"spec_hash": digest, "spec": name},
                   entrypoint_num_cpus=num_cpus, entrypoint_num_gpus=num_gpus or None)
     try:
-        client.submit_job(**kwargs)
+        _submit(client, kwargs)
         return sid, True, "PENDING"
     except RuntimeError as e:
         if "already exists" not in str(e):
@@ -115,7 +135,7 @@ def submit_job(address: str, spec: dict, name: str, runtime_env: Optional[dict] 
     status = _status_text(client.get_job_status(sid))
     if retry_failed and status in ("FAILED", "STOPPED"):
         client.delete_job(sid)
-        client.submit_job(**kwargs)
+        _submit(client, kwargs)
         return sid, True, "PENDING"
     return sid, False, status
 
