@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
 
+from multigrain.platform import jsonio
 from multigrain.platform.data import json_lines
 from multigrain.platform.specs import spec_hash
 from multigrain.platform.errors import ConfigurationError
@@ -73,29 +74,13 @@ def write_run_spec(run_dir: Path, spec: dict) -> None:
     write_atomically(run_dir / "spec_hash", lambda f: f.write(spec_hash(spec) + "\n"), binary=False)
 
 
-def _read_object(path: Path, what: str) -> dict:
-    """The JSON object in ``path``, a file of a run directory (``what`` it should be: ``a JSON
-    spec``); unreadable, bad or too deeply nested JSON, or no object, is a ConfigurationError naming it."""
-    from multigrain.platform import jsonio
-
-    try:
-        value = jsonio.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ConfigurationError(f"{path}: cannot read it ({e.strerror or e})") from None
-    except ValueError as e:  # a JsonTextError, or a UnicodeDecodeError
-        raise ConfigurationError(f"{path}: damaged, not {what} ({e})") from None
-    if not isinstance(value, dict):
-        raise ConfigurationError(f"{path}: damaged, not {what} (holds a {type(value).__name__})")
-    return value
-
-
 def read_spec(run_dir: Path) -> dict:
     """The run's resolved spec (``config.json``); a damaged one is a ConfigurationError naming it (and
     the key, for a ``trainer`` that is no object: the run plan reads it before the spec is validated)."""
     path = Path(run_dir) / "config.json"
     if not path.is_file():
         raise ConfigurationError(f"{run_dir}: not a multigrain run directory (no config.json)")
-    spec = _read_object(path, "a JSON spec")
+    spec = jsonio.read_object(path, "damaged, not a JSON spec")
     if "trainer" in spec and not isinstance(spec["trainer"], dict):
         raise ConfigurationError(f"{path}: damaged, not a JSON spec (trainer: expected an object, got "
                                  f"{json.dumps(spec['trainer'])[:60]})")
@@ -106,7 +91,7 @@ def read_result(run_dir: Path) -> Optional[dict]:
     """The run's ``metrics.json`` (None when there is none). The training writes it whole or not at
     all, so one that is no JSON object (cut short, a list) is a ConfigurationError naming it."""
     path = Path(run_dir) / "metrics.json"
-    return _read_object(path, "a run's results") if path.exists() else None
+    return jsonio.read_object(path, "damaged, not a run's results") if path.exists() else None
 
 
 def read_vocabulary(run_dir: Path):

@@ -95,3 +95,22 @@ def loads(text: str, max_depth: int = MAX_DEPTH) -> Any:
     if where is not None:
         raise JsonTextError(f"a lone surrogate (\\ud800-\\udfff) in the string at {where} (no valid Unicode text)")
     return value
+
+
+def read_object(path, damaged: str, expected: str = "") -> dict:
+    """The JSON object in the file ``path`` (one a run or another machine wrote): an unreadable file,
+    bad or too deeply nested JSON, or a value that is no object is a ConfigurationError,
+    ``{path}: {damaged} ({why})`` (``expected``: added after the kind of value found instead)."""
+    from pathlib import Path
+
+    from multigrain.platform.errors import ConfigurationError
+
+    try:
+        value = loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigurationError(f"{path}: cannot read it ({e.strerror or e})") from None
+    except ValueError as e:  # a JsonTextError, or a UnicodeDecodeError
+        raise ConfigurationError(f"{path}: {damaged} ({e})") from None
+    if not isinstance(value, dict):
+        raise ConfigurationError(f"{path}: {damaged} (holds a {type(value).__name__}{expected})")
+    return value

@@ -163,15 +163,7 @@ class Vocabulary:
         from multigrain.platform import jsonio
 
         path = Path(directory) / "vocabulary.json"
-        try:
-            data = jsonio.loads(path.read_text(encoding="utf-8"))
-        except OSError as e:
-            raise ConfigurationError(f"{path}: cannot read the vocabulary ({e.strerror or e})") from None
-        except ValueError as e:  # a JsonTextError, or a UnicodeDecodeError
-            raise ConfigurationError(f"{path}: damaged vocabulary ({e})") from None
-        if not isinstance(data, dict):
-            raise ConfigurationError(f"{path}: damaged vocabulary (holds a {type(data).__name__}, not an object of "
-                                     f"namespace -> list of tokens)")
+        data = jsonio.read_object(path, "damaged vocabulary", ", not an object of namespace -> list of tokens")
         for ns, tokens in data.items():
             if not isinstance(tokens, list):
                 raise ConfigurationError(f"{path}: damaged vocabulary (namespace {ns!r}: a {type(tokens).__name__}, "
