@@ -94,6 +94,12 @@ def read_result(run_dir: Path) -> Optional[dict]:
     return jsonio.read_object(path, "damaged, not a run's results") if path.exists() else None
 
 
+def own_result(run_dir: Path, digest: str) -> Optional[dict]:
+    """``read_result`` when it holds a finished run of the spec whose hash is ``digest``, else None."""
+    done = read_result(run_dir)
+    return done if done is not None and done.get("finished") and done.get("spec_hash") == digest else None
+
+
 def read_vocabulary(run_dir: Path):
     """The run's vocabulary; a damaged one is a ConfigurationError naming it (``Vocabulary.load``)."""
     from multigrain.platform.vocab import Vocabulary

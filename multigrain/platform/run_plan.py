@@ -50,8 +50,7 @@ class RunPlan:
     def own_finished_result(self) -> Optional[dict]:
         """``metrics.json`` when it holds a finished run of exactly this spec (else None; a damaged
         one is a ConfigurationError naming it)."""
-        done = files.read_result(self.run_dir)
-        return done if done is not None and done.get("finished") and done.get("spec_hash") == self.spec_hash else None
+        return files.own_result(self.run_dir, self.spec_hash)
 
     def has_checkpoint(self) -> bool:
         return (self.run_dir / "last.pt").exists()

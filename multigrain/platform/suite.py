@@ -67,10 +67,9 @@ class SuiteRun:
     def result(self) -> Optional[dict]:
         """The run directory's metrics.json when it holds a finished run of this spec, else None (a
         damaged one is a ConfigurationError naming it: ``archive.read_result``)."""
-        from multigrain.platform.archive import read_result
+        from multigrain.platform.archive import own_result
 
-        done = read_result(Path(self.run_dir))
-        return done if done is not None and done.get("finished") and done.get("spec_hash") == self.spec_hash else None
+        return own_result(Path(self.run_dir), self.spec_hash)
 
     def state(self) -> str:
         """``finished`` (its metrics.json is this spec's, finished), ``partial`` (a checkpoint to
