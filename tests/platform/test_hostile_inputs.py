@@ -434,6 +434,20 @@ def test_stdout_on_a_full_device_or_a_closed_pipe(run_dir, tmp_path):
     one_error(err, "error: cannot write the output: Broken pipe")
 
 
+def test_an_error_cut_short_by_a_closed_stderr_pipe_still_exits_2(tmp_path):
+    spec = {("key%d" % i) * 20: i for i in range(3000)}  # 3,000 unknown keys: an error of over 1 MB
+    path = write(tmp_path / "bad.json", json.dumps({"task": "ner", **spec}))
+    env = dict(os.environ)
+    env.pop("MLFLOW_TRACKING_URI", None)
+    read_end, write_end = os.pipe()
+    process = subprocess.Popen([sys.executable, "-P", "-m", "multigrain.platform.cli", "validate", str(path)],
+                               stdout=subprocess.DEVNULL, stderr=write_end, cwd=ROOT, env=env)
+    os.close(write_end)
+    assert os.read(read_end, 7) == b"error: "  # ``2>&1 | head -c 7``: the reader goes after 7 bytes
+    os.close(read_end)
+    assert process.wait(timeout=600) == 2
+
+
 def one_error(stderr: str, error: str) -> None:
     """``error`` is the last line of ``stderr`` and its only error (whether the count line came
     before it depends on when the buffered stdout was written)."""

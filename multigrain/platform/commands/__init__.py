@@ -57,7 +57,7 @@ def main(argv=None) -> int:
         sys.stdout.flush()  # a full disk or a closed pipe shows here, not as a traceback at exit
         return code
     except MultigrainError as e:
-        print(f"error: {e}", file=sys.stderr)
+        _say_error(f"error: {e}")
         return 2
     except OSError as e:  # writing the output failed: ENOSPC, EPIPE...
         from multigrain.platform.commands.common import report_write_error
@@ -68,6 +68,25 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _say_error(text: str) -> None:
+    """``text`` on stderr; when stderr is a pipe its reader closed (``2>&1 | head``), the rest is
+    dropped, so that the exit code stays the error's, not a BrokenPipeError's."""
+    import os
+
+    try:
+        print(text, file=sys.stderr)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, sys.stderr.fileno())
+            finally:
+                os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass
 
 
 def _run_dirs_opened(args) -> list[str]:
