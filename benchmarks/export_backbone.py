@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 import sys
 from pathlib import Path
@@ -33,7 +32,6 @@ from multigrain.platform.errors import ConfigurationError, MultigrainError  # no
 from multigrain.platform.jsonio import read_object  # noqa: E402
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
-BACKBONE = re.compile(r"^embedder\.(backbone\.)?model\.")
 
 
 def source_model_path(config: dict, path: Path) -> str:
@@ -49,40 +47,20 @@ def source_model_path(config: dict, path: Path) -> str:
                              "model.embedder.backbone)")
 
 
-def backbone_state(weights: Path) -> dict:
-    """The backbone's tensors of a run's weights file, with the model's own names."""
-    from multigrain.platform.weights import load_weights, tensor_dict
-
-    state = load_weights(weights, "weights file")
-    if isinstance(state.get("model"), dict):
-        state = state["model"]  # last.pt: the model beside the optimizer and the trainer's state
-    kept = {BACKBONE.sub("", k): v for k, v in tensor_dict(state, weights).items() if BACKBONE.match(k)}
-    if not kept:
-        raise ConfigurationError(f"{weights}: holds no backbone weights (embedder.model.* or embedder.backbone.model.*)")
-    return kept
-
-
 def export(run_dir: Path, out: Path, weights_name: str) -> dict:
     from transformers import BertModel
 
     from multigrain.components.embedders.hf_transformer import resolve_model_path
-    from multigrain.platform.weights import mismatch
+    from multigrain.components.embedders.run_backbone import load_backbone
 
     config_file = run_dir / "config.json"
     if not config_file.is_file():
         raise ConfigurationError(f"{config_file}: no such file (not a run directory)")
     config = read_object(config_file, "not a run's config")
     model_path = source_model_path(config, config_file)
-    weights = run_dir / weights_name
-    if not weights.is_file():
-        raise ConfigurationError(f"{weights}: no such file (the run has not finished an epoch)")
-    state = backbone_state(weights)
     source = resolve_model_path(model_path)
     model = BertModel.from_pretrained(str(source), local_files_only=True)
-    try:
-        model.load_state_dict(state, strict=True)
-    except RuntimeError as e:
-        raise ConfigurationError(f"{weights}: its backbone does not fit {model_path}: {mismatch(str(e))}") from None
+    tensors = load_backbone(model, str(run_dir / weights_name), where="")
     work = out.with_name(out.name + ".tmp")
     shutil.rmtree(work, ignore_errors=True)
     model.save_pretrained(work)
@@ -91,7 +69,7 @@ def export(run_dir: Path, out: Path, weights_name: str) -> dict:
             shutil.copy(source / name, work / name)
     spec_hash = (run_dir / "spec_hash").read_text(encoding="utf-8").strip() if (run_dir / "spec_hash").is_file() else None
     record = {"source": model_path, "run": str(run_dir), "spec_hash": spec_hash, "weights": weights_name,
-              "tensors": len(state)}
+              "tensors": tensors}
     (work / "export.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     shutil.rmtree(out, ignore_errors=True)
     work.rename(out)

@@ -109,7 +109,7 @@ def test_what_is_not_such_a_run_is_one_error_naming_the_file_and_nothing_is_writ
     garbage.mkdir()
     (garbage / "config.json").write_text(json.dumps(config), encoding="utf-8")
     (garbage / "best.pt").write_bytes(b"not weights")
-    cases.append((garbage, f"{garbage / 'best.pt'}: not a multigrain weights file, or damaged"))
+    cases.append((garbage, f"{garbage / 'best.pt'}: not a multigrain checkpoint, or damaged"))
     other = tmp_path / "other"
     other.mkdir()
     (other / "config.json").write_text(json.dumps(config), encoding="utf-8")
@@ -118,7 +118,7 @@ def test_what_is_not_such_a_run_is_one_error_naming_the_file_and_nothing_is_writ
 
     state = BertModel.from_pretrained(bigger).state_dict()
     torch.save({f"embedder.model.{k}": v for k, v in state.items()}, other / "best.pt")
-    cases.append((other, f"{other / 'best.pt'}: its backbone does not fit {source}"))
+    cases.append((other, f"{other / 'best.pt'}: its backbone does not fit this one: "))
     for run, message in cases:
         done = run_export(str(run), "--out", str(out))
         assert done.returncode == 2, done.stderr[-2000:]

@@ -185,6 +185,8 @@ def test_repo_specs_validate(monkeypatch):
         ext_vars = {"vectors": "runs/vectors"} if spec.stem.endswith("_vec") else None  # the *_vec specs' one ext var
         if spec.parent.name == "finetune":  # the pre-training run to start from, and its encoder
             ext_vars = {"pretrained": "runs/pretrained", "encoder": "lattice_bert"}
+        if spec.stem.endswith("_msra"):  # the MSRA run whose backbone it starts from
+            ext_vars = {"msra_run": "runs/msra"}
         validate_spec(load_spec(spec, ext_vars=ext_vars), str(spec))
 
 

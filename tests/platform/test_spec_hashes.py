@@ -104,6 +104,8 @@ SHIPPED = {
     "ner/resume_softmax_m3e.jsonnet": ("6cea7c4ab1b05df29a78ca41ea161873c1f87f126051bed154e320303e6b8800", {}),
     "ner/resume_lattice_lstm_m3e.jsonnet": ("83bc79ebf66a4baa9892d0d35bd27384361cc9bdf67baa8e729ce478b0f5a104", {}),
     "ner/resume_plte_m3e.jsonnet": ("a0c6563d5012d3e47286468ad6eaac49c49223c94caeedae1c809869b3744593", {}),
+    "ner/resume_plte_m3e_msra.jsonnet": ("cce5634463175e77c8b7547ae85659c51dcea83b4553fbac9065940f8ddcc46b", {"msra_run": "runs/msra_tagger_m3e-cpu-e1-7b20d959"}),
+    "ner/resume_tagger_m3e_msra.jsonnet": ("0a65937732376b1be5a8d7f9cfafacef1d86b65514ecc6237a6b1d2932dfddcf", {"msra_run": "runs/msra_tagger_m3e-cpu-e1-7b20d959"}),
     "ner/resume_big_m3e.jsonnet": ("848e83a5f8fce28632582b615f67e3d1ad65413cd6f678bd9f8eda4855252ff1", {}),
     "ner/weibo_tagger_m3e.jsonnet": ("0001c9c747e0fbfd0a39d730ddcdb4bbe947877c26c49717d56ca1c25e2f84e0", {}),
     "ner/weibo_softmax_m3e.jsonnet": ("41fafd4987022bcf261b1fd1768616e50284e69699b720e1e4d64ba244facaad", {}),

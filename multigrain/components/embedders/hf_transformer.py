@@ -24,6 +24,10 @@ The tagger asks for the pieces with :meth:`piece_batch`.
 ``layer_mix: true`` returns a learned weighted sum of every layer's states, the embeddings' included
 (``nn/scalar_mix.py``, ELMo's scalar mix), instead of the last layer's: for a backbone tuned for
 sentence embeddings (m3e) the last layer need not be the best for tagging.
+
+``archive_path``: a run directory (its ``best.pt``) or ``.pt`` file of another spec over the same
+``model_path``, whose fine-tuned backbone replaces the pretrained weights (intermediate-task
+training, ``embedders/run_backbone.py``): every weight, or one error naming the file.
 """
 from __future__ import annotations
 
@@ -36,6 +40,7 @@ import torch
 from torch import nn
 
 from multigrain.components.embedders.piece_alignment import align, char_spans, piece_place
+from multigrain.components.embedders.run_backbone import load_backbone
 from multigrain.components.nn.scalar_mix import ScalarMix
 from multigrain.platform.batching import pad_ids
 from multigrain.platform.errors import ConfigurationError
@@ -70,7 +75,7 @@ class HfTransformer(TokenEmbedder):
 
     def __init__(self, model_path: str, freeze: bool = False, lowercase: bool = True,
                  special_tokens: bool = False, pieces: Literal["chars", "wordpiece"] = "chars",
-                 layer_mix: bool = False):
+                 layer_mix: bool = False, archive_path: Optional[str] = None):
         super().__init__()
         path = resolve_model_path(model_path)
         self.token_ids, vocab_file = read_vocabulary(path, model_path)
@@ -78,6 +83,8 @@ class HfTransformer(TokenEmbedder):
         if missing:
             raise ConfigurationError(f"model_path: {vocab_file} lacks {', '.join(missing)}")
         self.model = load_pretrained(path)
+        if archive_path:
+            load_backbone(self.model, archive_path)
         self.lowercase = lowercase
         self.unk = self.token_ids["[UNK]"]
         self.max_length = int(getattr(self.model.config, "max_position_embeddings", 512))

@@ -58,12 +58,20 @@ def test_spec_builds_and_trains_one_step(path, monkeypatch, tmp_path):
     if path.stem.endswith("_vec"):
         write_tiny_vectors(tmp_path / "vectors")
         ext_vars = {"vectors": str(tmp_path / "vectors")}
+    if path.stem.endswith("_msra"):  # the MSRA run whose backbone it starts from: written below
+        ext_vars = {"msra_run": str(tmp_path / "msra")}
     spec = load_spec(str(path), ext_vars=ext_vars)
     validate_spec(spec, str(path))
     backbone = tmp_path / "backbone"
     if use_local_backbone(spec, backbone):  # CI installs no m3e: a tiny BERT of the same kind stands in
         from tests.conftest import tiny_bert
         tiny_bert(backbone, "".join(chr(c) for c in range(0x4E00, 0x4E00 + 3000)) + "0123456789")
+    if path.stem.endswith("_msra"):
+        from transformers import BertModel
+
+        (tmp_path / "msra").mkdir()
+        tuned = {f"embedder.model.{k}": v + 0.5 for k, v in BertModel.from_pretrained(backbone).state_dict().items()}
+        torch.save(tuned, tmp_path / "msra" / "best.pt")
     exp = build(Experiment, spec)
     exp.dataset_reader.max_instances = 6
     train = list(exp.dataset_reader.read(exp.train_data_path))
@@ -72,7 +80,11 @@ def test_spec_builds_and_trains_one_step(path, monkeypatch, tmp_path):
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*tokens found")  # the tiny vector files' coverage
         model = exp.model.construct(vocab=vocab)
-    if ext_vars:  # the pretrained rows were loaded for the vector file's characters in the vocabulary
+    if path.stem.endswith("_msra"):  # the run's backbone, not m3e-small's (here: the tiny BERT's)
+        backbone_model = model.embedder.backbone.model if hasattr(model.embedder, "backbone") else model.embedder.model
+        assert torch.equal(backbone_model.embeddings.word_embeddings.weight,
+                           tuned["embedder.model.embeddings.word_embeddings.weight"])
+    elif ext_vars:  # the pretrained rows were loaded for the vector file's characters in the vocabulary
         chars = vocab.tokens("chars")
         rows = [model.embedder.chars.weight[chars.index(c)] for c in "的中国人" if c in chars]
         assert rows and all(torch.allclose(r, torch.full_like(r, 0.1)) for r in rows)

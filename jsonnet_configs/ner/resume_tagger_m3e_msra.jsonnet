@@ -1,0 +1,10 @@
+// Resume NER. m3e-Tagger over an MSRA-fine-tuned m3e-small (intermediate-task training, as
+// resume_plte_m3e_msra.jsonnet): the backbone of a finished run of ner/msra_tagger_m3e.jsonnet
+// (--ext-var msra_run=RUN_DIR; hf_transformer's archive_path), then the spec trains as
+// resume_tagger_m3e.jsonnet does. Needs pip install 'multigrain[m3e]'.
+// Settings and their sources: ../lib/ner_models.libsonnet. MLflow experiment: ner/resume.
+local models = import '../lib/ner_models.libsonnet';
+
+models.spec('resume', 'tagger_m3e') + {
+  model+: { embedder+: { archive_path: std.extVar('msra_run') } },
+}
