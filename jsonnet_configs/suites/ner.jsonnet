@@ -60,6 +60,12 @@ local gpu_share = { cpus: 4, gpus: 0.33, memory_gb: 8 };
     { spec: '../ner/resume_big_m3e.jsonnet', seeds: [13, 14, 15] },
     { spec: '../ner/resume_big_m3e.jsonnet', seeds: [13, 14, 15], configs: { e1: ["trainer.num_epochs=1"] } },
     { spec: '../ner/resume_lattice_lstm_m3e.jsonnet', seeds: [13, 14, 15] },
+    // Intermediate-task training: every seed starts from the backbone of one MSRA run, the m3e-Tagger's
+    // seed 15 [cpu-e1] (its 1 of 2 epochs on the CPU: an hour on 1 thread, the only MSRA stage).
+    { spec: '../ner/resume_tagger_m3e_msra.jsonnet', seeds: [13, 14, 15],
+      ext_vars: { msra_run: { run_of: 'msra_tagger_m3e [cpu-e1]', seed: 15 } } },
+    { spec: '../ner/resume_plte_m3e_msra.jsonnet', seeds: [13, 14, 15],
+      ext_vars: { msra_run: { run_of: 'msra_tagger_m3e [cpu-e1]', seed: 15 } } },
     { spec: '../ner/weibo_tagger_m3e.jsonnet', seeds: [13, 14, 15] },
     { spec: '../ner/weibo_plte_m3e.jsonnet', seeds: [13, 14, 15] },
     { spec: '../ner/weibo_big_m3e.jsonnet', seeds: [13, 14, 15] },

@@ -125,9 +125,12 @@ def entry_problems(entry: Any, where: str) -> list[Problem]:
         if tag and not all(c.isalnum() or c in "-_" for c in tag):
             out.append(Problem(f"{where}.configs.{tag}", "a tag is letters, digits, '-' and '_'", "value"))
     for k, v in (entry.get("ext_vars") or {}).items() if isinstance(entry.get("ext_vars"), dict) else ():
-        if not isinstance(v, str) and not (isinstance(v, dict) and set(v) == {"run_of"} and isinstance(v["run_of"], str)):
+        if not isinstance(v, str) and not (isinstance(v, dict) and "run_of" in v and set(v) <= {"run_of", "seed"}
+                                           and isinstance(v["run_of"], str) and _seed_ok(v.get("seed", 0))):
             out.append(Problem(f"{where}.ext_vars.{k}", "an ext-var is a string, or {run_of: 'ENTRY NAME'} (the "
-                                                         "run directory of an earlier entry)", "type"))
+                                                         "run directory of an earlier entry: its run of the same "
+                                                         "seed, or its only one; with seed: N, its run of seed N)",
+                               "type"))
     for k, v in (entry.get("resources") or {}).items() if isinstance(entry.get("resources"), dict) else ():
         if k not in RESOURCE_KEYS:
             out.append(Problem(f"{where}.resources.{k}", f"unknown resource{did_you_mean(k, RESOURCE_KEYS)}",
@@ -137,6 +140,10 @@ def entry_problems(entry: Any, where: str) -> list[Problem]:
         elif k == "gpus" and v > 1 and v % 1:
             out.append(Problem(f"{where}.resources.gpus", "above 1, a whole number of GPUs", "value"))
     return out
+
+
+def _seed_ok(seed: Any) -> bool:
+    return isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0
 
 
 OVERRIDES_FORM = "expected overrides: an object {'KEY.PATH': value} or a list of 'KEY.PATH=VALUE' strings (as -o)"
@@ -216,10 +223,14 @@ def plan(suite_path: str | Path, suite: dict, runs_root: str | Path = "runs", on
                     ext_vars[key] = value
                     continue
                 earlier = planned.get(value["run_of"], {})
-                need = earlier.get(seed) or (next(iter(earlier.values())) if len(earlier) == 1 else None)
+                if "seed" in value:
+                    need = earlier.get(value["seed"])
+                else:
+                    need = earlier.get(seed) or (next(iter(earlier.values())) if len(earlier) == 1 else None)
                 if need is None:
+                    wanted = f"seed {value['seed']}" if "seed" in value else f"seed {seed} (or with one seed)"
                     problems.append(Problem(f"{where}.ext_vars.{key}", f"run_of {value['run_of']!r}: no earlier entry "
-                                            f"of that name with seed {seed} (or with one seed)", "value"))
+                                            f"of that name with {wanted}", "value"))
                     break
                 needs.append(need)
                 ext_vars[key] = need.run_dir

@@ -375,6 +375,35 @@ def test_an_entry_reads_an_earlier_entrys_run_directory_and_starts_after_it(ray_
         assert r.result() is not None and Path(r.run_dir, "config.json").stat().st_mtime >= first_done
 
 
+def test_run_of_with_a_seed_reads_that_run_for_every_seed(tiny):
+    """``{run_of: NAME, seed: N}``: every seed of the entry reads entry NAME's run of seed N (one
+    intermediate model under several seeds of the next task), planned first, also under ``--only``."""
+    spec = Path(tiny["spec"])
+    reader = tiny["dir"] / "reader_seed.jsonnet"
+    reader.write_text(f"(import '{spec.name}') + {{ validation_data_path: std.extVar('pretrained') + "
+                      f"'/../../data/dev.bmes' }}", encoding="utf-8")
+    entries = [{"spec": spec.name, "seeds": [13, 14], "name": "first"},
+               {"spec": reader.name, "seeds": [13, 14, 15], "name": "second",
+                "ext_vars": {"pretrained": {"run_of": "first", "seed": 14}}}]
+    path = write_suite(tiny["dir"], entries, "pinned.json")
+    runs = suites.plan(path, suites.load_suite(path), tiny["runs"], check_data_paths=False)
+    assert [(r.entry, r.seed, r.needs) for r in runs] == [("first", 13, []), ("first", 14, []), ("second", 13, [1]),
+                                                          ("second", 14, [1]), ("second", 15, [1])]
+    assert {r.spec["validation_data_path"] for r in runs[2:]} == {runs[1].run_dir + "/../../data/dev.bmes"}
+    only = suites.plan(path, suites.load_suite(path), tiny["runs"], only="second", seeds=[15], check_data_paths=False)
+    assert [(r.entry, r.seed, r.needs) for r in only] == [("first", 14, []), ("second", 15, [0])]
+    entries[1]["ext_vars"]["pretrained"]["seed"] = 16
+    bad = write_suite(tiny["dir"], entries, "pinned_absent.json")
+    with pytest.raises(SpecError, match=r"entries\[1\].ext_vars.pretrained: run_of 'first': no earlier entry of that "
+                                        r"name with seed 16$"):
+        suites.plan(bad, suites.load_suite(bad), tiny["runs"], check_data_paths=False)
+    for seed in ("14", True, -1):
+        entries[1]["ext_vars"]["pretrained"]["seed"] = seed
+        bad = write_suite(tiny["dir"], entries, "pinned_bad.json")
+        with pytest.raises(SpecError, match=r"entries\[1\].ext_vars.pretrained: an ext-var is a string, or \{run_of"):
+            suites.load_suite(bad)
+
+
 def test_check_reads_a_translation_runs_own_test_set():
     """A spec scored only on named test sets (translation) is checked on the set named like its
     dataset (``mt/tvsub``: ``test_sets.tvsub``), with that set's ranked metric."""
