@@ -53,6 +53,44 @@ def tiny_spec(model: dict, reader: dict, train: str, validation: Optional[str] =
     return spec
 
 
+def use_local_backbone(spec, folder) -> bool:
+    """Point every packaged backbone (``model_path: 'package:...'``, the m3e specs) at a tiny local BERT
+    in ``folder``, so the spec is built and stepped the same with or without the optional extra.
+    Returns whether there was one."""
+    found = False
+    stack = [spec]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if str(node.get("model_path", "")).startswith("package:"):
+                node["model_path"], found = str(folder), True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
+
+
+def model_of_spec(spec: dict, max_instances: int):
+    """``(experiment, training instances, vocabulary, model)`` of ``spec``, the model built (seed 0) over
+    the vocabulary of its first ``max_instances`` training instances."""
+    import warnings
+
+    import torch
+
+    from multigrain.platform.config import build
+    from multigrain.platform.experiment import Experiment, build_vocabulary
+
+    exp = build(Experiment, spec)
+    exp.dataset_reader.max_instances = max_instances
+    train = list(exp.dataset_reader.read(exp.train_data_path))
+    vocab = build_vocabulary(exp, exp.model_class(), train, [])
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*tokens found")  # tiny vector files' coverage
+        model = exp.model.construct(vocab=vocab)
+    return exp, train, vocab, model
+
+
 def char_bigram_embedder(dim: int = 16, dropout: float = 0.0) -> dict:
     return {"type": "char_bigram", "char_dim": dim, "bigram_dim": dim, "dropout": dropout}
 

@@ -6,7 +6,6 @@ nothing is written."""
 import json
 import subprocess
 import sys
-import warnings
 
 import pytest
 import torch
@@ -20,39 +19,19 @@ import export_backbone  # noqa: E402
 TEXT = "".join(chr(c) for c in range(0x4E00, 0x4E00 + 3000)) + "0123456789"
 
 
-def point_at(node, folder: str) -> None:
-    """Every ``package:`` model_path in the spec ``node`` set to ``folder`` (CI installs no m3e)."""
-    if isinstance(node, dict):
-        if str(node.get("model_path", "")).startswith("package:"):
-            node["model_path"] = folder
-        for value in node.values():
-            point_at(value, folder)
-    elif isinstance(node, list):
-        for value in node:
-            point_at(value, folder)
-
-
 def fine_tuned_run(tmp_path, monkeypatch, spec_name: str):
     """A run directory of ``jsonnet_configs/ner/{spec_name}.jsonnet`` over a tiny BERT, whose
     ``best.pt`` holds the model with every backbone weight moved away from the source's."""
-    from multigrain.platform.config import build
-    from multigrain.platform.experiment import Experiment, build_vocabulary
     from multigrain.platform.specs import load_spec
+    from multigrain.testing import model_of_spec, use_local_backbone
     from tests.conftest import tiny_bert
 
     monkeypatch.chdir(ROOT)
     monkeypatch.setenv("MULTIGRAIN_CACHE", str(tmp_path / "cache"))
     source = tiny_bert(tmp_path / "tiny", TEXT)
     spec = load_spec(str(ROOT / "jsonnet_configs" / "ner" / f"{spec_name}.jsonnet"))
-    point_at(spec, source)
-    exp = build(Experiment, spec)
-    exp.dataset_reader.max_instances = 4
-    train = list(exp.dataset_reader.read(exp.train_data_path))
-    vocab = build_vocabulary(exp, exp.model_class(), train, [])
-    torch.manual_seed(0)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*tokens found")
-        model = exp.model.construct(vocab=vocab)
+    use_local_backbone(spec, source)
+    _, _, _, model = model_of_spec(spec, 4)
     with torch.no_grad():
         for p in model.parameters():
             p.add_(torch.randn_like(p) * 0.01)

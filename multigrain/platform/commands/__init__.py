@@ -73,20 +73,13 @@ def main(argv=None) -> int:
 def _say_error(text: str) -> None:
     """``text`` on stderr; when stderr is a pipe its reader closed (``2>&1 | head``), the rest is
     dropped, so that the exit code stays the error's, not a BrokenPipeError's."""
-    import os
-
     try:
         print(text, file=sys.stderr)
         sys.stderr.flush()
     except (OSError, ValueError):
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            try:
-                os.dup2(devnull, sys.stderr.fileno())
-            finally:
-                os.close(devnull)
-        except (OSError, ValueError, AttributeError):
-            pass
+        from multigrain.platform.commands.common import to_devnull
+
+        to_devnull(sys.stderr)
 
 
 def _run_dirs_opened(args) -> list[str]:

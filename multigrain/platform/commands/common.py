@@ -203,7 +203,6 @@ def report_write_error(error: OSError) -> bool:
     output it cannot write, it is pointed at ``/dev/null`` (the command is over), so that Python's
     flush at exit finds nothing to complain about (no "Exception ignored ... BrokenPipeError")."""
     import errno
-    import os
     import sys
 
     if not isinstance(error, BrokenPipeError) and error.errno not in {getattr(errno, n, None) for n in _WRITE_ERRNOS}:
@@ -211,20 +210,28 @@ def report_write_error(error: OSError) -> bool:
     try:
         sys.stdout.flush()
     except (OSError, ValueError):
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            try:
-                os.dup2(devnull, sys.stdout.fileno())
-            finally:
-                os.close(devnull)
-        except (OSError, ValueError, AttributeError):  # no file descriptor
-            pass
+        to_devnull(sys.stdout)
     where = f" {error.filename}" if error.filename else ""
     try:
         print(f"error: cannot write the output{where}: {error.strerror or error}", file=sys.stderr)
     except (OSError, ValueError):
         pass
     return True
+
+
+def to_devnull(stream) -> None:
+    """Point ``stream``'s file descriptor at ``/dev/null``: what it still holds and cannot write (a
+    closed pipe, a full disk) goes nowhere, and Python's flush at exit has nothing to complain about."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, stream.fileno())
+        finally:
+            os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no file descriptor
+        pass
 
 
 def _quietly(function, *args) -> None:

@@ -1,14 +1,13 @@
 """Every NER spec validates, builds its model from a few real sentences of its data set, and
 takes one training step with a finite loss."""
-import warnings
 from pathlib import Path
 
 import pytest
 import torch
 
-from multigrain.platform.config import build
 from multigrain.platform.specs import load_spec
-from multigrain.platform.experiment import Experiment, build_vocabulary, validate_spec
+from multigrain.platform.experiment import validate_spec
+from multigrain.testing import model_of_spec, use_local_backbone
 
 ROOT = Path(__file__).resolve().parents[3]
 SPECS = sorted((ROOT / "jsonnet_configs" / "ner").glob("*.jsonnet"))
@@ -33,23 +32,6 @@ def write_tiny_vectors(directory: Path, dim: int = 50) -> None:
         (directory / f"{namespace}.vec").write_text(f"{len(toks)} {dim}\n" + "\n".join(rows) + "\n", encoding="utf-8")
 
 
-def use_local_backbone(spec, folder: Path) -> bool:
-    """Point every packaged backbone (``model_path: 'package:...'``, the m3e specs) at a tiny local BERT
-    in ``folder``, so the spec is built and stepped the same with or without the optional extra.
-    Returns whether there was one."""
-    found = False
-    stack = [spec]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            if str(node.get("model_path", "")).startswith("package:"):
-                node["model_path"], found = str(folder), True
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return found
-
-
 @pytest.mark.parametrize("path", SPECS, ids=[p.stem for p in SPECS])
 def test_spec_builds_and_trains_one_step(path, monkeypatch, tmp_path):
     monkeypatch.chdir(ROOT)  # data paths are relative to the repository root
@@ -72,14 +54,7 @@ def test_spec_builds_and_trains_one_step(path, monkeypatch, tmp_path):
         (tmp_path / "msra").mkdir()
         tuned = {f"embedder.model.{k}": v + 0.5 for k, v in BertModel.from_pretrained(backbone).state_dict().items()}
         torch.save(tuned, tmp_path / "msra" / "best.pt")
-    exp = build(Experiment, spec)
-    exp.dataset_reader.max_instances = 6
-    train = list(exp.dataset_reader.read(exp.train_data_path))
-    vocab = build_vocabulary(exp, exp.model_class(), train, [])
-    torch.manual_seed(0)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*tokens found")  # the tiny vector files' coverage
-        model = exp.model.construct(vocab=vocab)
+    exp, train, vocab, model = model_of_spec(spec, 6)
     if path.stem.endswith("_msra"):  # the run's backbone, not m3e-small's (here: the tiny BERT's)
         backbone_model = model.embedder.backbone.model if hasattr(model.embedder, "backbone") else model.embedder.model
         assert torch.equal(backbone_model.embeddings.word_embeddings.weight,
