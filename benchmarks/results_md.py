@@ -100,15 +100,19 @@ TABLES = {"ner": "ner", "cls": "sentence", "pair": "sentence", "mrc": "sentence"
 
 def record_suite(client, suite: str | Path, only: str | list[str] | None = None, runs_dir: str = "runs",
                  uri: str | None = None, print_line=print) -> dict[str, int]:
-    """Record the finished runs of a suite as results rows: one row per entry and configuration,
-    ``<spec stem>[<tag>]``, holding the runs of its seeds that have finished (in their run
-    directories here, else in the store: ``logged_runs``, which also tags them as suite runs);
-    recorded now, it replaces an earlier row of that key. Returns key -> seeds recorded."""
+    """Record the finished runs of a suite as results rows: one row per entry and configuration
+    ``only`` selects, ``<spec stem>[<tag>]``, holding the runs of its seeds that have finished (in their
+    run directories here, else in the store: ``logged_runs``, which also tags them as suite runs);
+    recorded now, it replaces an earlier row of that key. An entry the selected ones only read
+    (``run_of``) keeps its row. Returns key -> seeds recorded."""
     from multigrain.platform.experiment import identity
     from multigrain.platform.ray.suite import logged_runs
-    from multigrain.platform.suite import load_suite, plan
+    from multigrain.platform.suite import load_suite, plan, selected_entries
 
-    runs = plan(suite, load_suite(suite), runs_dir, only, check_data_paths=False)
+    loaded = load_suite(suite)
+    runs = plan(suite, loaded, runs_dir, only, check_data_paths=False)
+    selected = selected_entries(suite, loaded, only)
+    runs = [r for r in runs if r.entry in selected]
     ids = logged_runs(runs, uri, print_line)
     entries: dict[str, list] = {}
     for r in runs:

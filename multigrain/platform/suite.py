@@ -178,6 +178,22 @@ def matches(label: str, pattern: str) -> bool:
     return fnmatch(label, pattern.replace("[", "[[]"))
 
 
+def selected_entries(suite_path: str | Path, suite: dict, only: str | Sequence[str] | None = None) -> set[str]:
+    """The names of the entries (and configurations) ``only`` selects, as :func:`plan` reads it (all
+    of them without it); not the entries they read (``run_of``), which ``plan`` adds."""
+    items = [(i, suite["entries"][i], name, stem) for i, _, name, stem in entry_labels(suite)]
+    names = [name for _, _, name, _ in items]
+    patterns = [only] if isinstance(only, str) else list(only or [])
+    chosen_by = {p: {name for _, entry, name, stem in items if p == name or matches(name, p)
+                     or (entry.get("name") and matches(stem, p))} for p in patterns}
+    unmatched = [p for p, chosen in chosen_by.items() if not chosen]
+    if unmatched:
+        raise ConfigurationError(f"--only {' '.join(map(repr, unmatched))}: no entry of {suite_path} matches (an "
+                                 f"fnmatch pattern, or an entry's exact name); its entries: "
+                                 f"{', '.join(dict.fromkeys(names))}")
+    return set().union(*chosen_by.values()) if patterns else set(names)
+
+
 def plan(suite_path: str | Path, suite: dict, runs_root: str | Path = "runs", only: str | Sequence[str] | None = None,
          jsonnet_paths: Sequence[str] = (), timeout: Optional[float] = 30.0,
          check_data_paths: bool = True, seeds: Optional[Sequence[int]] = None,
@@ -195,16 +211,8 @@ def plan(suite_path: str | Path, suite: dict, runs_root: str | Path = "runs", on
     folder = Path(suite_path).resolve().parent
     items = [(i, suite["entries"][i], tag, (suite["entries"][i].get("configs") or {"": {}})[tag], name, stem)
              for i, tag, name, stem in entry_labels(suite)]  # (entry index, entry, tag, tagged overrides, name, stem)
-    names = [item[4] for item in items]
     patterns = [only] if isinstance(only, str) else list(only or [])
-    chosen_by = {p: {item[4] for item in items if p == item[4] or matches(item[4], p)
-                     or (item[1].get("name") and matches(item[5], p))} for p in patterns}
-    unmatched = [p for p, chosen in chosen_by.items() if not chosen]
-    if unmatched:
-        raise ConfigurationError(f"--only {' '.join(map(repr, unmatched))}: no entry of {suite_path} matches (an "
-                                 f"fnmatch pattern, or an entry's exact name); its entries: "
-                                 f"{', '.join(dict.fromkeys(names))}")
-    selected = set().union(*chosen_by.values()) if patterns else set(names)
+    selected = selected_entries(suite_path, suite, only)
     chosen = set(selected)
     for i, entry, _, _, name, _ in reversed(items):  # what the chosen entries read (run_of), transitively
         if name in chosen:

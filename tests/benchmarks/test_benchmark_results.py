@@ -106,6 +106,29 @@ def test_a_suites_finished_runs_become_rows_merged_with_the_board(suite, tmp_pat
     assert suite["results"].read_text(encoding="utf-8") == text and len(read_board(suite["board"])) == 7
 
 
+def test_only_records_the_chosen_entries_not_the_runs_they_read(suite, tmp_path, capsys):
+    """``--only B``, where B reads entry A's run (``run_of``): B's row is recorded, A's earlier row of
+    three seeds is not replaced by the one run B reads."""
+    from multigrain.platform import suite as suites
+
+    ner = str(ROOT / "jsonnet_configs" / "ner" / "resume_bilstm_crf.jsonnet")
+    entries = [{"spec": ner, "seeds": [13, 14]},
+               {"spec": ner, "seeds": [13], "configs": {"e3": ["trainer.num_epochs=3"]},
+                "ext_vars": {"unused": {"run_of": "resume_bilstm_crf", "seed": 14}}}]
+    path = tmp_path / "chained.json"
+    path.write_text(json.dumps({"entries": entries}), encoding="utf-8")
+    runs = suites.plan(path, suites.load_suite(path), suite["runs"], check_data_paths=False)
+    for r in runs:
+        finish(r, 0.80 + r.seed / 100)
+    args = ["--suite", str(path), "--only", "resume_bilstm_crf [e3]", *suite["args"][2:]]
+    assert results_tables.main(args) == 0
+    out = capsys.readouterr().out
+    assert "resume_bilstm_crf[e3]: 1 of 1 seeds recorded in the ner table" in out
+    assert "resume_bilstm_crf:" not in out
+    text = suite["results"].read_text(encoding="utf-8")
+    assert "| resume | bilstm_crf | 50.00 | 50.00 | 91.87 (BiG Tab. IV, LSTM) | 1 (1) | 1.0 | old |" in text  # kept
+
+
 def test_a_suite_row_of_several_seeds_replaces_the_seed_rows_it_holds():
     """Older NER rows kept each extra seed as a ``[seedN]`` row; a later suite row of the spec that
     holds seed N hides it (one it does not hold stays)."""
