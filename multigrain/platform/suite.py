@@ -181,10 +181,10 @@ def matches(label: str, pattern: str) -> bool:
 def selected_entries(suite_path: str | Path, suite: dict, only: str | Sequence[str] | None = None) -> set[str]:
     """The names of the entries (and configurations) ``only`` selects, as :func:`plan` reads it (all
     of them without it); not the entries they read (``run_of``), which ``plan`` adds."""
-    items = [(i, suite["entries"][i], name, stem) for i, _, name, stem in entry_labels(suite)]
-    names = [name for _, _, name, _ in items]
+    items = [(suite["entries"][i], name, stem) for i, _, name, stem in entry_labels(suite)]
+    names = [name for _, name, _ in items]
     patterns = [only] if isinstance(only, str) else list(only or [])
-    chosen_by = {p: {name for _, entry, name, stem in items if p == name or matches(name, p)
+    chosen_by = {p: {name for entry, name, stem in items if p == name or matches(name, p)
                      or (entry.get("name") and matches(stem, p))} for p in patterns}
     unmatched = [p for p, chosen in chosen_by.items() if not chosen]
     if unmatched:
