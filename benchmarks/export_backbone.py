@@ -48,9 +48,7 @@ def source_model_path(config: dict, path: Path) -> str:
 
 
 def export(run_dir: Path, out: Path, weights_name: str) -> dict:
-    from transformers import BertModel
-
-    from multigrain.components.embedders.hf_transformer import resolve_model_path
+    from multigrain.components.embedders.hf_transformer import load_pretrained, resolve_model_path
     from multigrain.components.embedders.run_backbone import load_backbone
 
     config_file = run_dir / "config.json"
@@ -59,7 +57,7 @@ def export(run_dir: Path, out: Path, weights_name: str) -> dict:
     config = read_object(config_file, "not a run's config")
     model_path = source_model_path(config, config_file)
     source = resolve_model_path(model_path)
-    model = BertModel.from_pretrained(str(source), local_files_only=True)
+    model = load_pretrained(source)
     tensors = load_backbone(model, str(run_dir / weights_name), where="")
     work = out.with_name(out.name + ".tmp")
     shutil.rmtree(work, ignore_errors=True)
