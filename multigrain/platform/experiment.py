@@ -10,6 +10,8 @@ from typing import Optional
 from multigrain.platform.batching import BatchIterator, DataLoaderConfig
 from multigrain.platform.config import Lazy, validate
 from multigrain.platform.errors import ConfigurationError, Problem, SpecError
+from multigrain.platform.initializer import InitializerConfig
+from multigrain.platform.initializer import spec_problems as initializer_problems
 from multigrain.platform.kinds import Model, Reader
 from multigrain.platform.test_sets import EvaluationSet, spec_problems
 from multigrain.platform.specs import encoder_name
@@ -31,7 +33,8 @@ class Experiment:
                  vocabulary: Optional[VocabularyConfig] = None, data_loader: Optional[DataLoaderConfig] = None,
                  task: Optional[str] = None, dataset: Optional[str] = None, seed: int = 13,
                  evaluate_on_test: bool = True, description: str = "",
-                 test_sets: Optional[dict[str, EvaluationSet]] = None):
+                 test_sets: Optional[dict[str, EvaluationSet]] = None,
+                 initializer: Optional[InitializerConfig] = None):
         self.dataset_reader = dataset_reader
         self.validation_dataset_reader = validation_dataset_reader or dataset_reader
         self.test_dataset_reader = test_dataset_reader or self.validation_dataset_reader
@@ -48,6 +51,7 @@ class Experiment:
         self.evaluate_on_test = evaluate_on_test
         self.description = description
         self.test_sets = test_sets or {}  # name -> EvaluationSet (platform/test_sets.py)
+        self.initializer = initializer  # a fresh run's first weights (platform/initializer.py)
 
     def reader_for(self, split: str) -> Reader:
         """The reader of ``split`` (one of ``READER_SPLITS``): ``test`` falls back to the
@@ -72,6 +76,7 @@ def validate_spec(spec: dict, source: Optional[str] = None, check_data_paths: bo
         if isinstance(value, str) and not Path(value).exists():
             problems.append(Problem(key, f"file not found: {value} (paths are relative to {Path.cwd()})", "file"))
     problems += spec_problems(spec, check_data_paths)
+    problems += initializer_problems(spec) if check_data_paths else []
     problems += name_problems(spec)
     if check_data_paths:  # a new spec; a run directory's spec is loaded as it was trained
         problems += inherited_split_problems(spec)

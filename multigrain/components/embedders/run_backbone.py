@@ -13,18 +13,10 @@ import re
 from pathlib import Path
 
 from multigrain.platform.errors import ConfigurationError
+from multigrain.platform.initializer import weights_file
 from multigrain.platform.weights import load_weights, mismatch, tensor_dict
 
 BACKBONE = re.compile(r"^embedder\.(backbone\.)?model\.")
-
-
-def weights_file(path: Path, where: str) -> Path:
-    """``path/best.pt`` for a run directory, else ``path`` itself (a ``.pt`` file)."""
-    weights = path / "best.pt" if path.is_dir() else path
-    if not weights.is_file():
-        raise ConfigurationError(f"{where}{weights}: no such file (a run directory with best.pt, or a .pt file; "
-                                 f"a run that has not finished an epoch has none)")
-    return weights
 
 
 def backbone_state(weights: Path, where: str = "") -> dict:

@@ -272,6 +272,11 @@ def _replica_loop(config: dict) -> None:
     train = read_all(exp.dataset_reader, exp.train_data_path)
     dev = read_all(exp.validation_dataset_reader, exp.validation_data_path) if replica.chief else []
     model = exp.model.construct(vocab=files.read_vocabulary(run_dir))
+    resuming = config["resume"] or (run_dir / "last.pt").exists()  # a fresh run's directory had none
+    if exp.initializer is not None and not resuming:  # every rank alike (DDP broadcasts rank 0's anyway)
+        from multigrain.platform.initializer import initialize
+
+        initialize(model, exp.initializer)
     if not replica.chief:  # a dropout stream of its own; the weights are rank 0's (DDP broadcasts them)
         seed_everything(exp.seed + 1_000_003 * replica.rank)
     queue = config["queue"]
@@ -284,7 +289,7 @@ def _replica_loop(config: dict) -> None:
 
     trainer = Trainer(exp.trainer, model, batches_for(model, train, exp.data_loader, exp.seed, True),
                       eval_batches(model, dev, exp.data_loader) if dev else None, run_dir, on_epoch, replica)
-    if config["resume"] or (run_dir / "last.pt").exists():  # a fresh run's directory had none
+    if resuming:
         trainer.restore(run_dir / "last.pt")
     summary = trainer.train(stop_after_epoch=config["stop_after_epoch"])
     if replica.chief:
