@@ -70,6 +70,12 @@ def use_local_backbone(spec, folder) -> bool:
     return found
 
 
+def reads_msra_run(stem: str) -> bool:
+    """Whether the spec of this file stem starts from an MSRA run's backbone (``--ext-var msra_run``):
+    ``ner/resume_*_m3e_msra``, ``*_m3e_msra2`` and ``msra_tagger_m3e_again``."""
+    return stem.endswith(("_msra", "_msra2", "_again"))
+
+
 def model_of_spec(spec: dict, max_instances: int):
     """``(experiment, training instances, vocabulary, model)`` of ``spec``, the model built (seed 0) over
     the vocabulary of its first ``max_instances`` training instances."""

@@ -66,6 +66,13 @@ local gpu_share = { cpus: 4, gpus: 0.33, memory_gb: 8 };
       ext_vars: { msra_run: { run_of: 'msra_tagger_m3e [cpu-e1]', seed: 15 } } },
     { spec: '../ner/resume_plte_m3e_msra.jsonnet', seeds: [13, 14, 15],
       ext_vars: { msra_run: { run_of: 'msra_tagger_m3e [cpu-e1]', seed: 15 } } },
+    // The MSRA stage one epoch longer: the seed-15 [cpu-e1] run's backbone, one more epoch over MSRA (seed 16).
+    { spec: '../ner/msra_tagger_m3e_again.jsonnet', seeds: [16], configs: { 'cpu-e1': ['trainer.num_epochs=1'] },
+      ext_vars: { msra_run: { run_of: 'msra_tagger_m3e [cpu-e1]', seed: 15 } } },
+    { spec: '../ner/resume_tagger_m3e_msra2.jsonnet', seeds: [13, 14, 15],
+      ext_vars: { msra_run: { run_of: 'msra_tagger_m3e_again [cpu-e1]', seed: 16 } } },
+    { spec: '../ner/resume_plte_m3e_msra2.jsonnet', seeds: [13, 14, 15],
+      ext_vars: { msra_run: { run_of: 'msra_tagger_m3e_again [cpu-e1]', seed: 16 } } },
     { spec: '../ner/weibo_tagger_m3e.jsonnet', seeds: [13, 14, 15] },
     { spec: '../ner/weibo_plte_m3e.jsonnet', seeds: [13, 14, 15] },
     { spec: '../ner/weibo_big_m3e.jsonnet', seeds: [13, 14, 15] },

@@ -172,6 +172,7 @@ def test_spec_hash_of_integral_floats_is_the_jsonnet_hash(tmp_path):
 def test_repo_specs_validate(monkeypatch):
     from multigrain.platform.specs import load_spec
     from multigrain.platform.experiment import validate_spec
+    from multigrain.testing import reads_msra_run
 
     monkeypatch.chdir(ROOT)  # spec paths are relative to the repository root
     specs = sorted((ROOT / "jsonnet_configs").rglob("*.jsonnet"))
@@ -185,7 +186,7 @@ def test_repo_specs_validate(monkeypatch):
         ext_vars = {"vectors": "runs/vectors"} if spec.stem.endswith("_vec") else None  # the *_vec specs' one ext var
         if spec.parent.name == "finetune":  # the pre-training run to start from, and its encoder
             ext_vars = {"pretrained": "runs/pretrained", "encoder": "lattice_bert"}
-        if spec.stem.endswith("_msra"):  # the MSRA run whose backbone it starts from
+        if reads_msra_run(spec.stem):  # the MSRA run whose backbone it starts from
             ext_vars = {"msra_run": "runs/msra"}
         validate_spec(load_spec(spec, ext_vars=ext_vars), str(spec))
 

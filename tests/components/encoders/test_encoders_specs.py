@@ -7,7 +7,7 @@ import torch
 
 from multigrain.platform.specs import load_spec
 from multigrain.platform.experiment import validate_spec
-from multigrain.testing import model_of_spec, use_local_backbone
+from multigrain.testing import model_of_spec, reads_msra_run, use_local_backbone
 
 ROOT = Path(__file__).resolve().parents[3]
 SPECS = sorted((ROOT / "jsonnet_configs" / "ner").glob("*.jsonnet"))
@@ -40,7 +40,7 @@ def test_spec_builds_and_trains_one_step(path, monkeypatch, tmp_path):
     if path.stem.endswith("_vec"):
         write_tiny_vectors(tmp_path / "vectors")
         ext_vars = {"vectors": str(tmp_path / "vectors")}
-    if path.stem.endswith("_msra"):  # the MSRA run whose backbone it starts from: written below
+    if reads_msra_run(path.stem):  # the MSRA run whose backbone it starts from: written below
         ext_vars = {"msra_run": str(tmp_path / "msra")}
     spec = load_spec(str(path), ext_vars=ext_vars)
     validate_spec(spec, str(path))
@@ -48,14 +48,14 @@ def test_spec_builds_and_trains_one_step(path, monkeypatch, tmp_path):
     if use_local_backbone(spec, backbone):  # CI installs no m3e: a tiny BERT of the same kind stands in
         from tests.conftest import tiny_bert
         tiny_bert(backbone, "".join(chr(c) for c in range(0x4E00, 0x4E00 + 3000)) + "0123456789")
-    if path.stem.endswith("_msra"):
+    if reads_msra_run(path.stem):
         from transformers import BertModel
 
         (tmp_path / "msra").mkdir()
         tuned = {f"embedder.model.{k}": v + 0.5 for k, v in BertModel.from_pretrained(backbone).state_dict().items()}
         torch.save(tuned, tmp_path / "msra" / "best.pt")
     exp, train, vocab, model = model_of_spec(spec, 6)
-    if path.stem.endswith("_msra"):  # the run's backbone, not m3e-small's (here: the tiny BERT's)
+    if reads_msra_run(path.stem):  # the run's backbone, not m3e-small's (here: the tiny BERT's)
         backbone_model = model.embedder.backbone.model if hasattr(model.embedder, "backbone") else model.embedder.model
         assert torch.equal(backbone_model.embeddings.word_embeddings.weight,
                            tuned["embedder.model.embeddings.word_embeddings.weight"])
