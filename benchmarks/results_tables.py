@@ -118,6 +118,8 @@ def ner_row(runs: list[dict]) -> dict:
                    minutes=statistics.fmean(pick("seconds") or [0.0]) / 60,
                    note="; ".join(filter(None, [f"{len(runs)} seeds ({', '.join(r['tags'].get('seed', '?') for r in runs)})",
                                                 row["note"]])))
+    elif tags.get("seed", "13") != "13" and tags.get("suite_entry"):  # one suite run, not of the default seed
+        row["note"] = "; ".join(filter(None, [f"1 seed ({tags['seed']})", row["note"]]))
     return row
 
 

@@ -192,6 +192,21 @@ def test_paper_numbers_live_in_one_file():
     assert not (ROOT / "benchmarks" / "ner_results.py").exists() and not (ROOT / "benchmarks" / "sentence_results.py").exists()
 
 
+def test_a_one_run_suite_row_of_another_seed_names_it():
+    """A suite row of one run says its seed unless it is the default 13 (which one-run rows are)."""
+    def run(seed, suite_entry="msra_tagger_m3e_again [cpu-e1]"):
+        return {"id": f"r{seed}", "experiment": "ner/msra", "status": "FINISHED", "start_time": 1,
+                "metrics": {"test_f1": 0.9, "best_validation_f1": 0.92, "epochs_completed": 1, "seconds": 60},
+                "tags": {"results_table": "ner", "results_key": "msra_tagger_m3e_again[cpu-e1]", "seed": str(seed),
+                         "results_row": json.dumps([f"r{seed}"]), "dataset": "msra", "config": "cpu-e1",
+                         "spec_name": "msra_tagger_m3e_again", "note": "-o trainer.num_epochs=1",
+                         **({"suite_entry": suite_entry} if suite_entry else {})}}
+
+    assert results_tables.ner_row([run(16)])["note"] == "1 seed (16); -o trainer.num_epochs=1"
+    assert results_tables.ner_row([run(13)])["note"] == "-o trainer.num_epochs=1"
+    assert results_tables.ner_row([run(16, suite_entry=None)])["note"] == "-o trainer.num_epochs=1"
+
+
 def test_ner_seed_spread_is_mean_and_sample_std_over_seed_rows():
     row = lambda f1: {"test_f1": f1}  # noqa: E731
     rows = {"resume_big": row(0.93), "resume_big[seed14]": row(0.94), "resume_big[seed15]": row(0.95),

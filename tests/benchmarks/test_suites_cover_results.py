@@ -177,7 +177,7 @@ def ner_rows(lines: list[str], selection) -> list[Row]:
         variant, tag = model_and_tag(r["model"])
         stem, note = f"{r['dataset']}_{variant}", r["note"]
         seed = re.fullmatch(r"seed(\d+)", tag)
-        listed = re.search(r"(\d+) seeds \(([\d, ]+)\)", note)
+        listed = re.search(r"(\d+) seeds? \(([\d, ]+)\)", note)
         seeds = {int(seed.group(1))} if seed else {int(s) for s in listed.group(2).split(", ")} if listed else {13}
         if listed:
             assert len(seeds) == int(listed.group(1)), note
