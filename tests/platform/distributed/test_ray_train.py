@@ -3,7 +3,8 @@
 Oracle: the one-process training of the same spec. A BiLSTM-CRF (its loss is the mean over the
 batch's sentences, dropout 0) on 11 sentences in global batches of 5 (slices 3+2, 3+2 and 1+0:
 uneven slices and a replica with nothing to do) must give, on 2 gloo workers, the one-process
-per-epoch loss curve, weights and metrics to float tolerance. The 2-worker run is stopped after
+per-epoch loss curve, weights and metrics to float tolerance; both start their encoder from another
+run (the spec's ``initializer``: each worker applies it, once). The 2-worker run is stopped after
 epoch 1 and resumed from its ``last.pt``, so its end is also compared with that of an uninterrupted
 training (the one-process one: an uninterrupted 2-worker run would cost a third Ray Train start-up,
 20-50 s on a loaded 2-core machine). One MLflow run throughout; one local Ray for the module.
@@ -70,7 +71,10 @@ def trained(tmp_path_factory, ray_local):
     from multigrain.platform.tracking import RunLogger
 
     folder = tmp_path_factory.mktemp("dp")
-    spec = tagger_spec(folder / "data")
+    with contextlib.redirect_stderr(io.StringIO()):  # the run both start their encoder from (``initializer``)
+        Run({**tagger_spec(folder / "data", epochs=1), "seed": 3}, folder / "source").train()
+    spec = {**tagger_spec(folder / "data"), "initializer": {"weights": str(folder / "source"),
+                                                            "parameters": [r"^encoder\."]}}
     spec2 = {**spec, "trainer": {**spec["trainer"], "workers": 2}}
     uri = f"sqlite:///{folder / 'mlruns.db'}"
     err = {"one": io.StringIO(), "two": io.StringIO()}  # the epoch lines (stderr) of each training
