@@ -9,7 +9,8 @@ orchestration between reading the data and writing ``metrics.json``.
   train on (``devices.refusal``), sizes beyond the machine (``memory``), a validation metric the
   model does not report, ``data_loader.max_tokens`` below an instance, an evaluation reader whose
   examples the model cannot read (``check_model_reads``);
-- the model (a fresh run's first weights from the spec's ``initializer``), and the run's files (marker, ``config.json``, vocabulary, plugin record);
+- the model (a fresh run's first weights from the spec's ``initializer``), and the run's files
+  (marker, ``config.json``, vocabulary, plugin record);
 - the epochs: in this process through a ``Trainer`` (one ``epoch_log`` line and one ``LiveLog``
   epoch each), or with ``trainer.workers`` above 1 on the replicas of the executor the caller
   handed over (``data_parallel``; the run knows no Ray: ``multigrain train`` passes Ray Train's);
@@ -77,7 +78,7 @@ def train_run(run, resume: bool, extended: bool, stop_after_epoch: Optional[int]
     check_training_memory(exp.model, vocab, run_dir, exp.trainer.cuda_device, source=run.source)
     model = exp.model.construct(vocab=vocab, offered={"resources": files.run_resources(run_dir) if resume
                                                       else run_marker.fresh_resources(run_dir, train)})
-    if exp.initializer is not None and not resume:  # before the run directory is made: a misfit writes nothing
+    if exp.initializer is not None and not resume:  # a misfit stops the run before its files are written
         copied = initialize(model, exp.initializer)
         print(f"initializer: {copied} tensors from {exp.initializer.weights}", file=sys.stderr, flush=True)
     if exp.trainer.adversarial is not None:
