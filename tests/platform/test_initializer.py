@@ -89,9 +89,8 @@ def test_a_run_starts_from_them_resumes_and_evaluates_without_the_source(source,
     assert all(torch.equal(value, saved[name]) for name, value in loaded.model.state_dict().items())
 
 
-def test_without_an_initializer_the_spec_hash_and_run_are_as_before(source, tmp_path):
+def test_the_initializer_is_part_of_the_runs_identity(source, tmp_path):
     plain = spec_over(tmp_path / "data")
-    assert "initializer" not in plain
     with_it = spec_over(tmp_path / "data", {"weights": str(source), "parameters": KEPT})
     assert Run(plain, tmp_path / "a").spec_hash != Run(with_it, tmp_path / "b").spec_hash
 
