@@ -11,7 +11,8 @@ its ``best.pt`` (or ``--weights last.pt``) holds the fine-tuned weights. The bac
 of them and nothing else, and saved with the source's tokenizer files to ``--out``, which a spec
 then reads with ``-o model.embedder.backbone.model_path=OUT`` (PLTE[m3e], Lattice LSTM[m3e]) or
 ``-o model.embedder.model_path=OUT`` (the m3e-Tagger, BiG[m3e]); a spec can also read the run itself
-(``hf_transformer``'s ``archive_path``). The task's own layers (head, lattice encoder) are not kept. A run directory that is not one (no ``config.json``, no weights, no ``hf_transformer``
+(``hf_transformer``'s ``archive_path``). The task's own layers (head, lattice encoder) are not kept.
+A run directory that is not one (no ``config.json``, no weights, no ``hf_transformer``
 embedder, weights of another shape) is one error naming the file, exit code 2, and nothing is written
 (the model is written to ``OUT.tmp`` and renamed)::
 

@@ -51,9 +51,14 @@ class InitializerConfig:
         self.exclude = list(exclude)
 
 
-def weights_file(path: Path, where: str) -> Path:
+def weights_path(path: Path) -> Path:
     """``path/best.pt`` for a run directory, else ``path`` itself (a ``.pt`` file)."""
-    weights = path / "best.pt" if path.is_dir() else path
+    return path / "best.pt" if path.is_dir() else path
+
+
+def weights_file(path: Path, where: str) -> Path:
+    """:func:`weights_path`, which must be a file."""
+    weights = weights_path(path)
     if not weights.is_file():
         raise ConfigurationError(f"{where}{weights}: no such file (a run directory with best.pt, or a .pt file; "
                                  f"a run that has not finished an epoch has none)")
@@ -67,21 +72,25 @@ def spec_problems(spec: dict) -> list[Problem]:
     if not isinstance(weights, str) or not weights:
         return []  # the type check reports it
     path = Path(weights)
-    found = (path / "best.pt").is_file() if path.is_dir() else path.is_file()
-    if found:
+    if weights_path(path).is_file():
         return []
     what = f"{path} has no best.pt (has the run finished an epoch?)" if path.is_dir() else f"file not found: {path}"
     return [Problem("initializer.weights", f"{what} (paths are relative to {Path.cwd()})", "file")]
+
+
+def model_state(weights: Path, where: str) -> dict:
+    """The model's tensors in a weights file: ``best.pt``, or ``last.pt`` whose ``model`` holds them."""
+    state = load_weights(weights, "checkpoint", "cpu", where=where)
+    if isinstance(state.get("model"), dict):
+        state = state["model"]  # last.pt: the model beside the optimizer and the trainer's state
+    return tensor_dict(state, weights, where=where)
 
 
 def initialize(model, config: InitializerConfig) -> int:
     """Copies the tensors ``config`` names from its file into ``model``; returns how many. Anything
     that does not fit is one ConfigurationError naming the spec path, the file and the tensor."""
     weights = weights_file(Path(config.weights), WHERE)
-    state = load_weights(weights, "checkpoint", "cpu", where=WHERE)
-    if isinstance(state.get("model"), dict):
-        state = state["model"]  # last.pt: the model beside the optimizer and the trainer's state
-    state = tensor_dict(state, weights, where=WHERE)
+    state = model_state(weights, WHERE)
     own = model.state_dict()
     chosen = [re.compile(p) for p in config.parameters]
     left_out = [re.compile(p) for p in config.exclude]

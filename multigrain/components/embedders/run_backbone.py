@@ -13,8 +13,8 @@ import re
 from pathlib import Path
 
 from multigrain.platform.errors import ConfigurationError
-from multigrain.platform.initializer import weights_file
-from multigrain.platform.weights import load_weights, mismatch, tensor_dict
+from multigrain.platform.initializer import model_state, weights_file
+from multigrain.platform.weights import mismatch
 
 BACKBONE = re.compile(r"^embedder\.(backbone\.)?model\.")
 
@@ -22,10 +22,7 @@ BACKBONE = re.compile(r"^embedder\.(backbone\.)?model\.")
 def backbone_state(weights: Path, where: str = "") -> dict:
     """The backbone's tensors of a run's weights file (``best.pt``, or ``last.pt`` whose ``model``
     holds them), named as in the backbone (``embeddings.word_embeddings.weight``, ...)."""
-    state = load_weights(weights, "checkpoint", "cpu", where=where)
-    if isinstance(state.get("model"), dict):
-        state = state["model"]  # last.pt: the model beside the optimizer and the trainer's state
-    kept = {BACKBONE.sub("", k): v for k, v in tensor_dict(state, weights, where=where).items() if BACKBONE.match(k)}
+    kept = {BACKBONE.sub("", k): v for k, v in model_state(weights, where).items() if BACKBONE.match(k)}
     if not kept:
         raise ConfigurationError(f"{where}{weights}: holds no backbone weights (embedder.model.* or "
                                  f"embedder.backbone.model.*: a run of an hf_transformer spec)")
