@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from multigrain.platform.errors import DataError
+from multigrain.platform.errors import ConfigurationError, DataError
 from multigrain.platform.vec import vec_rows
 
 
@@ -21,6 +21,8 @@ def load_vec_into(weight: torch.Tensor, tokens: list[str], path: str, skip: int 
     The first ``skip`` tokens (padding, OOV) are left alone. Returns how many tokens were
     found; the others keep their random initialisation (the count is reported as a warning).
     """
+    if not Path(path).is_file():
+        raise ConfigurationError(f"{path}: no such file (pretrained vectors)")
     index = {t: i for i, t in enumerate(tokens) if i >= skip}
     dim = weight.shape[1]
     found = 0

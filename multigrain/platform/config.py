@@ -9,13 +9,17 @@ arguments it needs (the vocabulary, the model's parameters, an input size) exist
 ``validate(spec, schema)`` walks the same hints without building anything and returns every
 problem as a ``Problem`` (path, message, kind), e.g. ``model.encoder.num_heads: expected int, got "8x"``.
 Numbers are checked for what no hint says: a float must be finite, an int within +-(2**53 - 1), and
-a parameter's name implies bounds (``implied_bounds``: sizes and counts >= 1, rates >= 0...).
+a parameter's name implies bounds (``hints.implied_bounds``: sizes and counts >= 1, rates >= 0...).
 
 Arguments the code passes (injected) never silently replace a spec value: a spec key whose value
 differs from what the code passes for it is an error naming both; an argument the code passes that
 the component does not take is an error too, unless the code only *offers* it
 (``Lazy.construct(offered={...})``: given when the constructor takes it). ``vocab`` reaches every
 level, ``Lazy`` ones included.
+
+Files that only set first weights (what a class names in ``weight_sources``) must exist in a new spec
+(``validate(check_files=True)``); a model built for a checkpoint's weights (``construct(checkpoint_follows=True)``:
+a run directory as an archive) leaves them out, as AllenNLP drops ``pretrained_file`` loading an archive.
 """
 from __future__ import annotations
 
@@ -24,10 +28,11 @@ import json
 import math
 import sys
 import typing
+from pathlib import Path
 from typing import Annotated, Any, Generic, Literal, TypeVar, Union
 
 from multigrain.platform.errors import ConfigurationError, Problem, SpecError, did_you_mean
-from multigrain.platform.hints import PROBABILITY, Matches, Range, constructor_parameters, describe
+from multigrain.platform.hints import Matches, Range, constructor_parameters, describe, implied_bounds
 from multigrain.platform.registry import PLUGIN_HINT, Registrable, broken_plugins_note, load_all
 
 T = TypeVar("T")
@@ -39,56 +44,25 @@ INJECTED = {"vocab"}
 
 #: the largest integer a spec may hold: Jsonnet numbers are doubles, exact up to 2**53 - 1
 MAX_INT = 2**53 - 1
-#: the largest size, dimension or count (``*_dim``, ``*_size``, ``num_*``): a C int, as torch's sizes
-MAX_COUNT = 2**31 - 1
-
-
-def implied_bounds(name: str, hint: Any, default: Any) -> Any:
-    """``hint`` with the bounds its parameter's name implies, unless the hint states its own: a float
-    ``dropout``/``*_dropout`` is a probability in [0, 1); a float ``lr``/``*_lr``/``learning_rate``
-    is at least 0; an int ``*_dim``, ``*_size`` or ``num_*`` lies in [1, MAX_COUNT] ([0, ...] when
-    its default is 0, or from the lower bound its hint states: ``Annotated[int, Range(0)]`` where 0
-    means "none")."""
-    base, stated = _plain(hint)
-    if base is float and not stated and (name == "dropout" or name.endswith("_dropout")):
-        return Annotated[hint, PROBABILITY]
-    if base is float and not stated and (name in ("lr", "learning_rate") or name.endswith("_lr")):
-        return Annotated[hint, Range(0)]
-    if base is int and (name.endswith(("_dim", "_size")) or name.startswith("num_")):
-        low = stated[0].low if stated else 0 if default == 0 and not isinstance(default, bool) else 1
-        return Annotated[hint, Range(low, MAX_COUNT)]
-    return hint
-
-
-def _plain(hint: Any) -> tuple[Any, list[Range]]:
-    """(the type under Optional and Annotated, the Ranges its Annotated hints state)."""
-    stated: list[Range] = []
-    while True:
-        origin, args = typing.get_origin(hint), typing.get_args(hint)
-        if origin is Annotated:
-            stated += [m for m in args[1:] if isinstance(m, Range)]
-            hint = args[0]
-        elif origin is Union and len([a for a in args if a is not type(None)]) == 1:
-            hint = next(a for a in args if a is not type(None))
-        else:
-            return hint, stated
-
-
 class Lazy(Generic[T]):
     """A validated spec for ``T`` whose construction waits for arguments known later."""
 
-    def __init__(self, annotation: Any, spec: Any, path: str, inherited: dict | None = None):
+    def __init__(self, annotation: Any, spec: Any, path: str, inherited: dict | None = None,
+                 checkpoint_follows: bool = False):
         self.annotation = annotation
         self.spec = spec
         self.path = path
         self.inherited = dict(inherited or {})  # injected arguments (``vocab``) of the enclosing build
+        self.checkpoint_follows = checkpoint_follows  # that of the enclosing build
 
-    def construct(self, offered: dict | None = None, **extras) -> T:
+    def construct(self, offered: dict | None = None, checkpoint_follows: bool = False, **extras) -> T:
         """Build with ``extras`` (each must be taken by the constructor) and ``offered`` (given
-        only where the constructor takes them), plus the injected arguments of the enclosing build."""
+        only where the constructor takes them), plus the injected arguments of the enclosing build.
+        ``checkpoint_follows``: a checkpoint's weights come next; no class reads its ``weight_sources``."""
         caller = _caller_name()
         errors: list[Problem] = []
-        context = _Extras({**self.inherited, **extras}, dict(offered or {}), caller)
+        context = _Extras({**self.inherited, **extras}, dict(offered or {}), caller,
+                          checkpoint_follows or self.checkpoint_follows)
         obj = _convert(self.annotation, self.spec, self.path, errors, context, build=True)
         if errors:
             raise SpecError(errors)
@@ -107,12 +81,16 @@ class Lazy(Generic[T]):
 class _Extras:
     """Arguments the code passes during a build: ``given`` must be taken, ``offered`` may be."""
 
-    def __init__(self, given: dict, offered: dict | None = None, by: str = "the platform"):
+    def __init__(self, given: dict, offered: dict | None = None, by: str = "the platform",
+                 checkpoint_follows: bool = False, check_files: bool = False):
         self.given, self.offered, self.by = given, offered or {}, by
+        self.checkpoint_follows, self.check_files = checkpoint_follows, check_files
 
     def inherited(self) -> "_Extras":
-        """Only the injected names flow down into nested objects (``vocab`` reaches every level)."""
-        return _Extras({k: v for k, v in self.given.items() if k in INJECTED}, {}, self.by)
+        """Only the injected names flow down into nested objects (``vocab`` reaches every level),
+        with the flags."""
+        return _Extras({k: v for k, v in self.given.items() if k in INJECTED}, {}, self.by, self.checkpoint_follows,
+                       self.check_files)
 
 
 def _caller_name() -> str:
@@ -123,10 +101,11 @@ def _caller_name() -> str:
 
 
 # ---------------------------------------------------------------------------- validation and building
-def validate(spec: Any, schema: type, path: str = "") -> list[Problem]:
-    """Every problem in ``spec`` against ``schema``'s constructor, nothing built."""
+def validate(spec: Any, schema: type, path: str = "", check_files: bool = False) -> list[Problem]:
+    """Every problem in ``spec`` against ``schema``'s constructor, nothing built; ``check_files``: also
+    a ``weight_sources`` file that is not there (a new spec, whose build will read them)."""
     errors: list[Problem] = []
-    _construct_class(schema, spec, path, errors, _Extras({}), build=False)
+    _construct_class(schema, spec, path, errors, _Extras({}, check_files=check_files), build=False)
     return errors
 
 
@@ -178,10 +157,10 @@ def _convert(annotation: Any, value: Any, path: str, errors: list[Problem], extr
     if origin is Lazy or annotation is Lazy:
         inner = args[0] if args else Any
         lazy_errors: list[Problem] = []
-        _convert(inner, value, path, lazy_errors, _Extras({}), build=False)
+        _convert(inner, value, path, lazy_errors, _Extras({}, check_files=extras.check_files), build=False)
         # the Lazy's own arguments may arrive at construct() time: not missing yet
         errors.extend(e for e in lazy_errors if not _is_own_missing(e, path))
-        return Lazy(inner, value, path, extras.inherited().given) if build else None
+        return Lazy(inner, value, path, extras.inherited().given, extras.checkpoint_follows) if build else None
 
     if origin is Union or (origin is not None and str(origin) == "<class 'types.UnionType'>"):
         if value is None and type(None) in args:
@@ -351,6 +330,7 @@ def _construct_class(cls: type, value: Any, path: str, errors: list[Problem], ex
                                                     f"valid keys: {valid}", "unknown_key"))
     given = {k: v for k, v in extras.given.items() if k in params or var_kw}
     given.update({k: v for k, v in extras.offered.items() if k in params and k not in given})
+    left_out = set(getattr(cls, "weight_sources", ())) if build and extras.checkpoint_follows else set()
     if build:
         dropped = sorted(k for k in extras.given if k not in given and k not in INJECTED)
         if dropped:
@@ -364,7 +344,7 @@ def _construct_class(cls: type, value: Any, path: str, errors: list[Problem], ex
                                            f"{name}={_got(given[name])} to {cls.__name__}; remove the key "
                                            f"(the code's value is the one a model can use)", "injected"))
             kwargs[name] = given[name]
-        elif name in value:
+        elif name in value and not (name in left_out and p.default is not inspect.Parameter.empty):
             hint = implied_bounds(name, hints.get(name, p.annotation), p.default)
             kwargs[name] = _convert(hint, value[name], sub, errors, extras.inherited(), build)
         elif p.default is inspect.Parameter.empty:
@@ -377,6 +357,10 @@ def _construct_class(cls: type, value: Any, path: str, errors: list[Problem], ex
     for key in value:
         if key not in params and var_kw:
             kwargs[key] = value[key]
+    if not build and extras.check_files:
+        errors += [Problem(_join(path, name), f"file not found: {value[name]} (paths are relative to {Path.cwd()})",
+                           "file") for name in getattr(cls, "weight_sources", ())
+                   if isinstance(value.get(name), str) and value[name] and not Path(value[name]).exists()]
     if not build or errors:
         return None
     try:

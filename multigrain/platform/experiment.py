@@ -70,7 +70,7 @@ class Experiment:
 def validate_spec(spec: dict, source: Optional[str] = None, check_data_paths: bool = True) -> None:
     """Raise one SpecError listing every problem (data paths too, unless the spec comes from a
     run directory trained elsewhere) before anything is built."""
-    problems = validate(spec, Experiment)
+    problems = validate(spec, Experiment, check_files=check_data_paths)
     for key in ("train_data_path", "validation_data_path", "test_data_path") if check_data_paths else ():
         value = spec.get(key)
         if isinstance(value, str) and not Path(value).exists():

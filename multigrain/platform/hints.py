@@ -1,11 +1,12 @@
 """What the construction engine reads from a constructor: its parameters, their type hints
-(``Annotated`` bounds kept) and how to describe a hint to a user."""
+(``Annotated`` bounds kept), the bounds a parameter's name implies, and how to describe a hint to
+a user."""
 from __future__ import annotations
 
 import inspect
 import json
 import typing
-from typing import Any, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.registry import Registrable
@@ -126,3 +127,38 @@ def describe(annotation: Any) -> str:
             return f"a {annotation.kind} object"
         return annotation.__name__
     return str(annotation)
+
+
+#: the largest size, dimension or count (``*_dim``, ``*_size``, ``num_*``): a C int, as torch's sizes
+MAX_COUNT = 2**31 - 1
+
+
+def implied_bounds(name: str, hint: Any, default: Any) -> Any:
+    """``hint`` with the bounds its parameter's name implies, unless the hint states its own: a float
+    ``dropout``/``*_dropout`` is a probability in [0, 1); a float ``lr``/``*_lr``/``learning_rate``
+    is at least 0; an int ``*_dim``, ``*_size`` or ``num_*`` lies in [1, MAX_COUNT] ([0, ...] when
+    its default is 0, or from the lower bound its hint states: ``Annotated[int, Range(0)]`` where 0
+    means "none")."""
+    base, stated = _plain(hint)
+    if base is float and not stated and (name == "dropout" or name.endswith("_dropout")):
+        return Annotated[hint, PROBABILITY]
+    if base is float and not stated and (name in ("lr", "learning_rate") or name.endswith("_lr")):
+        return Annotated[hint, Range(0)]
+    if base is int and (name.endswith(("_dim", "_size")) or name.startswith("num_")):
+        low = stated[0].low if stated else 0 if default == 0 and not isinstance(default, bool) else 1
+        return Annotated[hint, Range(low, MAX_COUNT)]
+    return hint
+
+
+def _plain(hint: Any) -> tuple[Any, list[Range]]:
+    """(the type under Optional and Annotated, the Ranges its Annotated hints state)."""
+    stated: list[Range] = []
+    while True:
+        origin, args = typing.get_origin(hint), typing.get_args(hint)
+        if origin is Annotated:
+            stated += [m for m in args[1:] if isinstance(m, Range)]
+            hint = args[0]
+        elif origin is Union and len([a for a in args if a is not type(None)]) == 1:
+            hint = next(a for a in args if a is not type(None))
+        else:
+            return hint, stated

@@ -39,7 +39,7 @@ def parameter_count(model, vocab, run_dir: Optional[Path] = None) -> Optional[in
     try:
         with torch.random.fork_rng(devices=[]), warnings.catch_warnings(), torch.device("meta"):
             warnings.simplefilter("ignore")
-            built = model.construct(vocab=vocab, offered=offered)
+            built = model.construct(vocab=vocab, offered=offered, checkpoint_follows=True)
         return sum(p.numel() for p in built.parameters())
     except RuntimeError as e:
         if "overflow" in str(e).lower():  # a size whose bytes do not fit 64 bits

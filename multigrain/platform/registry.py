@@ -51,6 +51,9 @@ class Registrable:
 
     kind: ClassVar[str | None] = None
     default_implementation: ClassVar[str | None] = None
+    #: constructor parameters (each with a default) naming files that only set first weights, left
+    #: out when a run directory's model is built to load its own checkpoint (``config.Lazy.construct``)
+    weight_sources: ClassVar[tuple[str, ...]] = ()
     _entries: ClassVar[dict[str, Entry]]
 
     def __init_subclass__(cls, kind: str | None = None, **kwargs):

@@ -18,9 +18,12 @@ from multigrain.platform.errors import ConfigurationError
 
 def built_model(run):
     """(``run``'s model built from its spec with its saved vocabulary and resources, no weights
-    loaded; that vocabulary)."""
+    loaded; that vocabulary). The files its weights started from (pretrained vectors, another run)
+    are not read: its own checkpoint holds every weight (``config.Lazy.construct``)."""
     vocab = files.read_vocabulary(run.run_dir)
-    return run.experiment.model.construct(vocab=vocab, offered={"resources": files.run_resources(run.run_dir)}), vocab
+    model = run.experiment.model.construct(vocab=vocab, offered={"resources": files.run_resources(run.run_dir)},
+                                           checkpoint_follows=True)
+    return model, vocab
 
 
 def load_archive(run, weights: str = "best.pt", device: Optional[str] = None, reader: str = "test") -> files.Archive:

@@ -23,7 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from multigrain.platform.commands import main
-from multigrain.platform.config import MAX_COUNT, MAX_INT, validate
+from multigrain.platform.config import MAX_INT, validate
+from multigrain.platform.hints import MAX_COUNT
 from multigrain.platform.errors import SpecError
 from multigrain.platform.experiment import Experiment
 from multigrain.platform.specs import apply_overrides, load_spec

@@ -1,7 +1,10 @@
 """Bad specs: one clear error naming the spec path, exit code != 0, nothing written."""
 import json
 
+import pytest
+
 from multigrain.platform.config import validate
+from multigrain.platform.errors import SpecError
 from multigrain.platform.specs import apply_overrides, spec_hash
 from multigrain.platform.experiment import Experiment
 from tests.conftest import DATA, ROOT, run_cli
@@ -169,12 +172,16 @@ def test_spec_hash_of_integral_floats_is_the_jsonnet_hash(tmp_path):
     assert spec_hash({"flag": True}) != spec_hash({"flag": 1})
 
 
-def test_repo_specs_validate(monkeypatch):
+def test_repo_specs_validate(monkeypatch, tmp_path):
     from multigrain.platform.specs import load_spec
     from multigrain.platform.experiment import validate_spec
     from multigrain.testing import reads_msra_run
 
     monkeypatch.chdir(ROOT)  # spec paths are relative to the repository root
+    # the files the ext vars name, where the first weights come from: a new spec's must exist
+    for name in ("chars.vec", "bigrams.vec", "words.vec", "m3e_chars.vec", "pretrained/best.pt", "msra/best.pt"):
+        (tmp_path / "vectors" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "vectors" / name).touch()
     specs = sorted((ROOT / "jsonnet_configs").rglob("*.jsonnet"))
     assert len(specs) >= 30
     for spec in specs:
@@ -183,12 +190,15 @@ def test_repo_specs_validate(monkeypatch):
 
             assert load_suite(spec)["entries"]
             continue
-        ext_vars = {"vectors": "runs/vectors"} if spec.stem.endswith("_vec") else None  # the *_vec specs' one ext var
+        ext_vars = {"vectors": str(tmp_path / "vectors")} if spec.stem.endswith("_vec") else None  # their one ext var
         if spec.parent.name == "finetune":  # the pre-training run to start from, and its encoder
-            ext_vars = {"pretrained": "runs/pretrained", "encoder": "lattice_bert"}
+            ext_vars = {"pretrained": str(tmp_path / "vectors" / "pretrained"), "encoder": "lattice_bert"}
         if reads_msra_run(spec.stem):  # the MSRA run whose backbone it starts from
-            ext_vars = {"msra_run": "runs/msra"}
+            ext_vars = {"msra_run": str(tmp_path / "vectors" / "msra")}
         validate_spec(load_spec(spec, ext_vars=ext_vars), str(spec))
+    missing = load_spec(ROOT / "jsonnet_configs" / "ner" / "resume_plte_vec.jsonnet", ext_vars={"vectors": "no/such"})
+    with pytest.raises(SpecError, match=r"model\.embedder\.char_pretrained_file: file not found: no/such/chars\.vec"):
+        validate_spec(missing)
 
 
 def test_jsonnet_imports_only_from_allowed_folders(tmp_path):

@@ -25,6 +25,8 @@ from multigrain.platform.vocab import Vocabulary
 
 @TokenEmbedder.register("backbone_lattice")
 class BackboneLatticeEmbedder(TokenEmbedder):
+    weight_sources = ("word_pretrained_file",)
+
     uses_lattice = True
 
     def __init__(self, vocab: Vocabulary, backbone: TokenEmbedder, output_dim: int = 128, word_dim: int = 50,

@@ -25,6 +25,7 @@ def make_embedding(vocab: Vocabulary, namespace: str, dim: int, pretrained_file:
 @TokenEmbedder.register("char_bigram")
 class CharBigramEmbedder(TokenEmbedder):
     """``[char_emb(c_i); bigram_emb(c_i c_{i+1})]`` -> [B, n, char_dim + bigram_dim]."""
+    weight_sources = ("char_pretrained_file", "bigram_pretrained_file")
 
     def __init__(self, vocab: Vocabulary, char_dim: int = 50, bigram_dim: Annotated[int, Range(0)] = 50,
                  char_pretrained_file: Optional[str] = None, bigram_pretrained_file: Optional[str] = None,

@@ -72,6 +72,7 @@ class HfTransformer(TokenEmbedder):
     """``forward(chars [B, n] ids from index(), mask [B, n], segments [B, n]) -> [B, n, hidden]``
     (the last hidden layer, or the mix of all with ``layer_mix``); with ``piece_ids`` (``pieces: wordpiece``)
     the characters' states ``[B, n, hidden]`` gathered from the pieces' ones."""
+    weight_sources = ("archive_path",)
 
     def __init__(self, model_path: str, freeze: bool = False, lowercase: bool = True,
                  special_tokens: bool = False, pieces: Literal["chars", "wordpiece"] = "chars",

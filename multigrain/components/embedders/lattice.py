@@ -26,6 +26,8 @@ from multigrain.platform.vocab import Vocabulary
 
 @TokenEmbedder.register("lattice")
 class LatticeEmbedder(TokenEmbedder):
+    weight_sources = ("char_pretrained_file", "bigram_pretrained_file", "word_pretrained_file")
+
     uses_lattice = True
 
     def __init__(self, vocab: Vocabulary, output_dim: int = 128, char_dim: int = 50,

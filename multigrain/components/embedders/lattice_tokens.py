@@ -54,6 +54,8 @@ def check_same_inputs(vocab: Vocabulary, pretrained: str, words: bool) -> None:
 
 @TokenEmbedder.register("lattice_tokens")
 class LatticeTokenEmbedder(TokenEmbedder):
+    weight_sources = ("pretrained",)
+
     def __init__(self, vocab: Vocabulary, embedding_dim: int = 128, words: bool = True, type_vocab_size: int = 2,
                  pretrained: Optional[str] = None):
         super().__init__()

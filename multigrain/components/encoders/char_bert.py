@@ -25,6 +25,8 @@ from multigrain.platform.kinds import Encoder
 
 @Encoder.register("char_bert")
 class CharBertEncoder(FactorisedBertEncoder):
+    weight_sources = ("pretrained",)
+
     def __init__(self, input_dim: int, hidden_size: int = 256, num_layers: int = 4, num_heads: int = 4,
                  intermediate_size: Optional[int] = None, max_positions: int = 512, dropout: float = 0.1,
                  attention_dropout: float = 0.1, cls: Literal["first", "prepend"] = "prepend",

@@ -41,6 +41,7 @@ class CharTransformer(TokenEmbedder):
     layers (:class:`PostNormTransformerLayer` with GELU, no FFN dropout, LayerNorm eps 1e-12).
     Weights saved under the layers' old names (``BERT_LAYER_OLD_NAMES``) load, by
     ``load_state_dict`` and by ``archive_path``."""
+    weight_sources = ("archive_path",)
 
     def __init__(self, vocab: Vocabulary, hidden_size: int = 256, num_layers: int = 4, num_heads: int = 4,
                  intermediate_size: Optional[int] = None, max_length: int = 512, type_vocab_size: int = 2,

@@ -63,6 +63,7 @@ class HrmfEncoder(SizedEncoder):
     saved before ``components/nn`` named the attentions' projections ``query``, ``key``,
     ``value``; they load into ``q``, ``k``, ``v``.
     """
+    weight_sources = ("pretrained_file",)
 
     def __init__(self, input_dim: int, vocab: Vocabulary, word_dim: int = 200, num_heads: int = 8,
                  lambda_init: float = 0.9, mu_init: float = 0.5,

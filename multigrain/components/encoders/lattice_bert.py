@@ -96,6 +96,7 @@ class LatticePositionBias(nn.Module):
 class LatticeBertEncoder(FactorisedBertEncoder):
     """See the module docstring. Sizes: tiny E128/d256/L4/h4, lite E128/d512/L6/h8, base
     E128/d768/L12/h12 (``jsonnet_configs/lib/lattice_bert.libsonnet``)."""
+    weight_sources = ("pretrained",)
 
     def __init__(self, input_dim: int, hidden_size: int = 256, num_layers: int = 4, num_heads: int = 4,
                  intermediate_size: Optional[int] = None, max_positions: int = 512, clip: int = 128,

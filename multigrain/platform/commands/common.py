@@ -6,7 +6,7 @@ import argparse
 
 #: ``specs.JSONNET_TIMEOUT`` (not imported: ``--help`` imports nothing of the platform's)
 JSONNET_TIMEOUT = 30.0
-#: the largest count a command-line option takes (``config.MAX_COUNT``: a C int)
+#: the largest count a command-line option takes (``hints.MAX_COUNT``: a C int)
 MAX_COUNT = 2**31 - 1
 
 

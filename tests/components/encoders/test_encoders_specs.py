@@ -40,8 +40,9 @@ def test_spec_builds_and_trains_one_step(path, monkeypatch, tmp_path):
     if path.stem.endswith("_vec"):
         write_tiny_vectors(tmp_path / "vectors")
         ext_vars = {"vectors": str(tmp_path / "vectors")}
-    if reads_msra_run(path.stem):  # the MSRA run whose backbone it starts from: written below
+    if reads_msra_run(path.stem):  # the MSRA run whose backbone it starts from: its best.pt written below
         ext_vars = {"msra_run": str(tmp_path / "msra")}
+        (tmp_path / "msra").mkdir()
     spec = load_spec(str(path), ext_vars=ext_vars)
     validate_spec(spec, str(path))
     backbone = tmp_path / "backbone"
@@ -51,7 +52,6 @@ def test_spec_builds_and_trains_one_step(path, monkeypatch, tmp_path):
     if reads_msra_run(path.stem):
         from transformers import BertModel
 
-        (tmp_path / "msra").mkdir()
         tuned = {f"embedder.model.{k}": v + 0.5 for k, v in BertModel.from_pretrained(backbone).state_dict().items()}
         torch.save(tuned, tmp_path / "msra" / "best.pt")
     exp, train, vocab, model = model_of_spec(spec, 6)

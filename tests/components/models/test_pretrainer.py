@@ -239,10 +239,14 @@ def test_finetuning_loads_the_pretrained_weights_and_trains_a_tagger(corpus, pre
 
 def test_a_missing_or_mismatching_checkpoint_is_one_error_naming_the_spec_path(corpus, pretrained, tmp_path):
     run_dir, _ = pretrained
-    with pytest.raises(ConfigurationError, match=r"model\.embedder.*nowhere: no such checkpoint"):
+    with pytest.raises(ConfigurationError, match=r"model\.embedder\.pretrained: file not found: \S*nowhere"):
         Run(finetune_spec(corpus, run_dir, weights=tmp_path / "nowhere"), tmp_path / "a").train()
+    with pytest.raises(ConfigurationError, match=r"model\.embedder\.pretrained: file not found: \S*nowhere\S* "
+                                                 r"\(paths .*\n  model\.encoder\.pretrained: file not found"):
+        Run(finetune_spec(corpus, tmp_path / "nowhere"), tmp_path / "a").train()  # every missing file at once
     with pytest.raises(ConfigurationError, match=r"vocabulary.*nowhere/vocabulary holds no vocabulary.json"):
-        Run(finetune_spec(corpus, tmp_path / "nowhere"), tmp_path / "a").train()
+        no_vocabulary = {"vocabulary": {"directory": str(tmp_path / "nowhere" / "vocabulary")}}
+        Run(finetune_spec(corpus, run_dir, vocabulary=False) | no_vocabulary, tmp_path / "a").train()
     with pytest.raises(ConfigurationError, match=r"model\.encoder.*size mismatch"):
         Run(finetune_spec(corpus, run_dir, hidden_size=16), tmp_path / "b").train()
     with pytest.raises(ConfigurationError, match=r"model\.embedder.*vocabulary differs"):
