@@ -367,6 +367,6 @@ def _construct_class(cls: type, value: Any, path: str, errors: list[Problem], ex
         return cls(**kwargs)
     except SpecError:
         raise
-    except (ValueError, TypeError, ConfigurationError) as e:
+    except (ValueError, TypeError, ConfigurationError, OSError) as e:  # OSError: a file the spec names
         errors.append(Problem(path, f"{cls.__name__}: {e}", "value"))
         return None

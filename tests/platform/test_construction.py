@@ -1,5 +1,7 @@
 """Construction from specs: arguments the code passes never silently replace or drop a spec
-value, ``vocab`` reaches every level (``Lazy`` ones too), problems are structured."""
+value, ``vocab`` reaches every level (``Lazy`` ones too), problems are structured; a class's
+``weight_sources`` must exist in a new spec and are left out, at every level, when a checkpoint
+follows."""
 from typing import Optional
 
 import pytest
@@ -40,6 +42,14 @@ class Holder(Part):
         kwargs = {"offered": {"extra": 7}} if offer else {}
         self.child = child.construct(input_dim=5, **kwargs) if child.type_name == "sized" else child.construct()
         self.nested = nested.construct() if nested is not None else None
+
+
+@Part.register("from_file")
+class FromFile(Part):
+    weight_sources = ("weights_file",)
+
+    def __init__(self, size: int = 2, weights_file: Optional[str] = None):
+        self.weights = open(weights_file, encoding="utf-8").read() if weights_file else None
 
 
 class Top:
@@ -94,3 +104,22 @@ def test_problems_are_structured():
     assert validate({}, Top) == [Problem("part", "missing required argument", "missing")]
     # a Lazy's own arguments may still come from the code at construct() time: not missing yet
     assert validate({"part": {"type": "holder"}}, Top) == []
+
+
+def test_weight_sources_must_exist_and_are_left_out_at_every_level_when_a_checkpoint_follows(tmp_path):
+    (tmp_path / "w.txt").write_text("first weights", encoding="utf-8")
+    child = {"type": "from_file", "weights_file": str(tmp_path / "w.txt")}
+    spec = {"part": {"type": "holder", "child": child, "nested": {"type": "holder", "child": child}}}
+    assert validate(spec, Top, check_files=True) == []
+    read = build(Top, spec).part.construct(vocab=VOCAB)
+    assert read.child.weights == read.nested.child.weights == "first weights"
+    (tmp_path / "w.txt").unlink()
+    loaded = build(Top, spec).part.construct(vocab=VOCAB, checkpoint_follows=True)
+    assert loaded.child.weights is None and loaded.nested.child.weights is None
+    missing = f"file not found: {tmp_path / 'w.txt'} (paths are relative to "
+    assert [(p.path, p.message.startswith(missing)) for p in validate(spec, Top, check_files=True)] == [
+        ("part.child.weights_file", True), ("part.nested.child.weights_file", True)]
+    assert validate(spec, Top) == []  # a run directory's spec: its files may be gone
+    with pytest.raises(SpecError) as e:  # a file error of a component is one problem at its path, not a traceback
+        build(Top, spec).part.construct(vocab=VOCAB)
+    assert e.value.problems[0].path == "part.child" and "FromFile: [Errno 2] No such file" in str(e.value)
