@@ -18,6 +18,7 @@ from multigrain.platform.specs import encoder_name
 from multigrain.platform.store_names import segment_problem
 from multigrain.platform.training import TrainerConfig
 from multigrain.platform.vocab import VocabularyConfig, is_label_namespace
+from multigrain.platform.vocab import spec_problems as vocabulary_problems
 
 
 #: the data splits a spec names a reader for (``evaluate --reader``)
@@ -76,7 +77,7 @@ def validate_spec(spec: dict, source: Optional[str] = None, check_data_paths: bo
         if isinstance(value, str) and not Path(value).exists():
             problems.append(Problem(key, f"file not found: {value} (paths are relative to {Path.cwd()})", "file"))
     problems += spec_problems(spec, check_data_paths)
-    problems += initializer_problems(spec) if check_data_paths else []
+    problems += initializer_problems(spec) + vocabulary_problems(spec.get("vocabulary")) if check_data_paths else []
     problems += name_problems(spec)
     if check_data_paths:  # a new spec; a run directory's spec is loaded as it was trained
         problems += inherited_split_problems(spec)

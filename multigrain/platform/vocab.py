@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
-from multigrain.platform.errors import ConfigurationError, DataError
+from multigrain.platform.errors import ConfigurationError, DataError, Problem
 
 PAD, OOV = "@@PAD@@", "@@UNK@@"
 
@@ -185,6 +185,26 @@ class Vocabulary:
         return "Vocabulary(" + ", ".join(f"{ns}={self.size(ns)}" for ns in self.namespaces()) + ")"
 
 
+NO_VOCABULARY = "{} holds no vocabulary.json (give a run's vocabulary folder)"
+
+
+def spec_problems(section) -> list[Problem]:
+    """The files a new spec's ``vocabulary`` section names that are not there (``directory``,
+    ``pretrained_files``), each at its spec path. A run directory's spec is not asked: its
+    vocabulary is saved with it."""
+    if not isinstance(section, dict):
+        return []
+    out = []
+    directory = section.get("directory")
+    if isinstance(directory, str) and not (Path(directory) / "vocabulary.json").is_file():
+        out.append(Problem("vocabulary.directory", NO_VOCABULARY.format(directory), "file"))
+    files = section.get("pretrained_files")
+    for ns, path in sorted(files.items()) if isinstance(files, dict) else ():
+        if isinstance(path, str) and not Path(path).is_file():
+            out.append(Problem(f"vocabulary.pretrained_files.{ns}", f"file not found: {path}", "file"))
+    return out
+
+
 class VocabularyConfig:
     """The ``vocabulary`` section of a spec.
 
@@ -203,14 +223,14 @@ class VocabularyConfig:
         self.min_count = min_count or {}
         self.max_size = max_size or {}
         self.pretrained_files = pretrained_files or {}
-        if directory is not None and not (Path(directory) / "vocabulary.json").is_file():
-            raise ConfigurationError(f"directory: {directory} holds no vocabulary.json (give a run's vocabulary folder)")
-        self.directory = directory
+        self.directory = directory  # read by a fresh run only (``fixed``): a run directory has its own vocabulary
 
     def fixed(self) -> Optional["Vocabulary"]:
-        """The vocabulary of ``directory`` (None without one); a damaged file is a ConfigurationError."""
+        """The vocabulary of ``directory`` (None without one); a missing or damaged file is a ConfigurationError."""
         if self.directory is None:
             return None
+        if not (Path(self.directory) / "vocabulary.json").is_file():
+            raise ConfigurationError(f"vocabulary.directory: {NO_VOCABULARY.format(self.directory)}")
         try:
             return Vocabulary.load(self.directory)
         except ConfigurationError as e:  # names the file

@@ -1,7 +1,7 @@
 """A run directory is the whole archive: ``evaluate``, ``predict`` and ``load_archive`` build its model
 without the files its first weights came from (the ``weight_sources`` of its components: pretrained
-vectors, another run's ``archive_path``, a pre-training run), as AllenNLP loads an archive without its
-``pretrained_file``. A training reads them: a new spec naming one that is not there is refused at its
+vectors, another run's ``archive_path``, a pre-training run) or its vocabulary's (``vocabulary.directory``),
+as AllenNLP loads an archive without its ``pretrained_file``. A training reads them: a new spec naming one that is not there is refused at its
 spec path before any data is read (exit 2), a resume that misses one names the file."""
 import inspect
 import json
@@ -106,7 +106,9 @@ def test_a_model_over_another_runs_backbone_loads_without_that_run(tmp_path):
     Run(tiny_spec(sentence_model("classifier"), reader, data, seed=3), tmp_path / "source").train()
     model = sentence_model("classifier")
     model["embedder"]["archive_path"] = str(tmp_path / "source")
-    run = Run(tiny_spec(model, reader, data, test=data), tmp_path / "run")
+    spec = tiny_spec(model, reader, data, test=data)
+    spec["vocabulary"] = {"directory": str(tmp_path / "source" / "vocabulary")}  # its rows: the source run's
+    run = Run(spec, tmp_path / "run")
     run.train()
     shutil.rmtree(tmp_path / "source")
 

@@ -232,7 +232,7 @@ def test_missing_pretrained_file_is_a_configuration_error(tmp_path, tiny_files):
     train, dev = tiny_files
     spec = tiny_spec(bilstm_tagger(), RESUME, train, dev, **NER)
     spec["vocabulary"] = {"pretrained_files": {"chars": str(tmp_path / "nope.vec")}}
-    with pytest.raises(ConfigurationError, match=r"vocabulary\.pretrained_files\.chars: no such file"):
+    with pytest.raises(ConfigurationError, match=r"vocabulary\.pretrained_files\.chars: file not found"):
         Run(spec, tmp_path / "run").train()
     assert not (tmp_path / "run" / "best.pt").exists()
 

@@ -20,8 +20,15 @@ def test_saved_namespaces_win_and_missing_ones_come_from_the_data(tmp_path):
 
 
 def test_a_folder_without_a_vocabulary_is_an_error(tmp_path):
-    with pytest.raises(ConfigurationError, match="holds no vocabulary.json"):
-        VocabularyConfig(directory=str(tmp_path))
+    from multigrain.platform.errors import Problem
+    from multigrain.platform.vocab import spec_problems
+
+    assert spec_problems({"directory": str(tmp_path), "pretrained_files": {"chars": str(tmp_path / "c.vec")}}) == [
+        Problem("vocabulary.directory", f"{tmp_path} holds no vocabulary.json (give a run's vocabulary folder)",
+                "file"),
+        Problem("vocabulary.pretrained_files.chars", f"file not found: {tmp_path / 'c.vec'}", "file")]
+    with pytest.raises(ConfigurationError, match="vocabulary.directory: .* holds no vocabulary.json"):
+        VocabularyConfig(directory=str(tmp_path)).fixed()  # a run directory's spec builds without it
     (tmp_path / "vocabulary.json").write_text("[1, 2", encoding="utf-8")
     with pytest.raises(ConfigurationError) as e:
         VocabularyConfig(directory=str(tmp_path)).fixed()
