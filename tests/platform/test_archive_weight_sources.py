@@ -41,7 +41,7 @@ def test_each_weight_source_is_a_parameter_that_may_be_left_out():
             params = inspect.signature(entry.cls.__init__).parameters
             for name in names:
                 assert name in params and params[name].default is None, (entry.where, name)
-            if names:
+            if names and entry.cls.__module__.startswith("multigrain."):  # not a test's own classes
                 declared[f"{kind}:{entry.name}"] = names
     assert declared == WEIGHT_SOURCES
 
