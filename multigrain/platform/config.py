@@ -34,6 +34,7 @@ from typing import Annotated, Any, Generic, Literal, TypeVar, Union
 from multigrain.platform.errors import ConfigurationError, Problem, SpecError, did_you_mean
 from multigrain.platform.hints import Matches, Range, constructor_parameters, describe, implied_bounds
 from multigrain.platform.registry import PLUGIN_HINT, Registrable, broken_plugins_note, load_all
+from multigrain.platform.paths import is_there
 
 T = TypeVar("T")
 
@@ -360,7 +361,7 @@ def _construct_class(cls: type, value: Any, path: str, errors: list[Problem], ex
     if not build and extras.check_files:
         errors += [Problem(_join(path, name), f"file not found: {value[name]} (paths are relative to {Path.cwd()})",
                            "file") for name in getattr(cls, "weight_sources", ())
-                   if isinstance(value.get(name), str) and value[name] and not Path(value[name]).exists()]
+                   if isinstance(value.get(name), str) and value[name] and not is_there(value[name])]
     if not build or errors:
         return None
     try:

@@ -19,6 +19,7 @@ from multigrain.platform.store_names import segment_problem
 from multigrain.platform.training import TrainerConfig
 from multigrain.platform.vocab import VocabularyConfig, is_label_namespace
 from multigrain.platform.vocab import spec_problems as vocabulary_problems
+from multigrain.platform.paths import is_there
 
 
 #: the data splits a spec names a reader for (``evaluate --reader``)
@@ -74,7 +75,7 @@ def validate_spec(spec: dict, source: Optional[str] = None, check_data_paths: bo
     problems = validate(spec, Experiment, check_files=check_data_paths)
     for key in ("train_data_path", "validation_data_path", "test_data_path") if check_data_paths else ():
         value = spec.get(key)
-        if isinstance(value, str) and not Path(value).exists():
+        if isinstance(value, str) and not is_there(value):
             problems.append(Problem(key, f"file not found: {value} (paths are relative to {Path.cwd()})", "file"))
     problems += spec_problems(spec, check_data_paths)
     problems += initializer_problems(spec) + vocabulary_problems(spec.get("vocabulary")) if check_data_paths else []

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from multigrain.platform.errors import ConfigurationError, Problem
 from multigrain.platform.weights import load_weights, tensor_dict
+from multigrain.platform.paths import is_there
 
 WHERE = "initializer.weights: "
 
@@ -72,9 +73,10 @@ def spec_problems(spec: dict) -> list[Problem]:
     if not isinstance(weights, str) or not weights:
         return []  # the type check reports it
     path = Path(weights)
-    if weights_path(path).is_file():
+    run_dir = is_there(path, "dir")
+    if is_there(path / "best.pt" if run_dir else path, "file"):
         return []
-    what = f"{path} has no best.pt (has the run finished an epoch?)" if path.is_dir() else f"file not found: {path}"
+    what = f"{path} has no best.pt (has the run finished an epoch?)" if run_dir else f"file not found: {path}"
     return [Problem("initializer.weights", f"{what} (paths are relative to {Path.cwd()})", "file")]
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 from multigrain.platform.errors import ConfigurationError, DataError, Problem
+from multigrain.platform.paths import is_there
 
 PAD, OOV = "@@PAD@@", "@@UNK@@"
 
@@ -196,11 +197,11 @@ def spec_problems(section) -> list[Problem]:
         return []
     out = []
     directory = section.get("directory")
-    if isinstance(directory, str) and not (Path(directory) / "vocabulary.json").is_file():
+    if isinstance(directory, str) and not is_there(Path(directory) / "vocabulary.json", "file"):
         out.append(Problem("vocabulary.directory", NO_VOCABULARY.format(directory), "file"))
     files = section.get("pretrained_files")
     for ns, path in sorted(files.items()) if isinstance(files, dict) else ():
-        if isinstance(path, str) and not Path(path).is_file():
+        if isinstance(path, str) and not is_there(path, "file"):
             out.append(Problem(f"vocabulary.pretrained_files.{ns}", f"file not found: {path}", "file"))
     return out
 

@@ -179,7 +179,8 @@ def test_repo_specs_validate(monkeypatch, tmp_path):
 
     monkeypatch.chdir(ROOT)  # spec paths are relative to the repository root
     # the files the ext vars name, where the first weights come from: a new spec's must exist
-    for name in ("chars.vec", "bigrams.vec", "words.vec", "m3e_chars.vec", "pretrained/best.pt", "msra/best.pt"):
+    for name in ("chars.vec", "bigrams.vec", "words.vec", "m3e_chars.vec", "pretrained/best.pt",
+                 "pretrained/vocabulary/vocabulary.json", "msra/best.pt"):
         (tmp_path / "vectors" / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "vectors" / name).touch()
     specs = sorted((ROOT / "jsonnet_configs").rglob("*.jsonnet"))
@@ -220,3 +221,25 @@ def test_jsonnet_imports_only_from_allowed_folders(tmp_path):
     path.write_text("(import 'lib.libsonnet') + { leak: importstr '../elsewhere/secret.txt' }")
     out = run_cli("validate", path, "--jsonnet-path", secret.parent, cwd=tmp_path)
     assert "refused" not in out.stderr and "unknown key" in out.stderr  # read, then judged as a spec
+
+
+def test_a_path_too_long_to_look_up_is_a_spec_error_not_a_traceback(tmp_path):
+    """Python 3.11's ``Path.exists`` raises for a name longer than the filesystem allows: every path
+    the validation looks up (data, test sets, weight files, vocabulary, initializer) says "file not
+    found" at its spec path instead, and the CLI exits 2."""
+    from multigrain.platform.experiment import validate_spec
+    from multigrain.testing import bilstm_tagger, tiny_spec
+
+    long = "x" * 5000
+    spec = tiny_spec(bilstm_tagger(), {"type": "resume_ner"}, long, task="ner")
+    spec["model"]["embedder"]["char_pretrained_file"] = long
+    spec.update(vocabulary={"directory": long, "pretrained_files": {"chars": long}}, initializer={"weights": long},
+                test_sets={"other": {"path": long}})
+    with pytest.raises(SpecError) as caught:
+        validate_spec(spec)
+    assert sorted(p.path for p in caught.value.problems) == [
+        "initializer.weights", "model.embedder.char_pretrained_file", "test_sets.other.path", "train_data_path",
+        "vocabulary.directory", "vocabulary.pretrained_files.chars"]
+    (tmp_path / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
+    result = run_cli("validate", tmp_path / "spec.json")
+    assert result.returncode == 2 and "Traceback" not in result.stderr and "6 errors in spec" in result.stderr
