@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 
 from multigrain.platform.errors import ConfigurationError, DataError
+from multigrain.platform.paths import is_there
 from multigrain.platform.vec import vec_rows
 
 
@@ -21,7 +22,7 @@ def load_vec_into(weight: torch.Tensor, tokens: list[str], path: str, skip: int 
     The first ``skip`` tokens (padding, OOV) are left alone. Returns how many tokens were
     found; the others keep their random initialisation (the count is reported as a warning).
     """
-    if not Path(path).is_file():
+    if not is_there(path, "file"):
         raise ConfigurationError(f"{path}: no such file (pretrained vectors)")
     index = {t: i for i, t in enumerate(tokens) if i >= skip}
     dim = weight.shape[1]
