@@ -11,6 +11,7 @@ error naming the option), exit 2, no traceback, and nothing written: no run dire
    name longer than the file system allows.
 4. a Jsonnet spec that never ends: stopped after ``--jsonnet-timeout`` seconds.
 5. ``ui --port`` outside 1..65535.
+6. a path argument longer than the file system allows (a spec, a run directory, a data file).
 """
 import math
 import os
@@ -191,6 +192,16 @@ def test_cuda_without_a_gpu_is_one_error(tmp_path, capsys, command):
     out = run_cli(command, tmp_path / "run", tmp_path / "data", "--device", "cuda")
     assert out.returncode == 2 and "argument --device: cuda: this machine has no CUDA GPU" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("args", [["train", "{long}"], ["validate", "{long}"], ["evaluate", "{long}", "data"],
+                                  ["predict", "{long}", "input"], ["log", "{long}"]])
+def test_a_path_too_long_to_look_up_is_one_error_naming_it_shortened(capsys, args):
+    long = "z" * 5000  # Python 3.11's pathlib raises ENAMETOOLONG where the file system refuses the name
+    assert main([a.format(long=long) for a in args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {'z' * 60}...") and "characters): File name too long" in err
+    assert len(err) < 300 and "Traceback" not in err
 
 
 @pytest.mark.parametrize("port", ["0", "70000", "-1", "65536", "http"])

@@ -59,10 +59,10 @@ def main(argv=None) -> int:
     except MultigrainError as e:
         _say_error(f"error: {e}")
         return 2
-    except OSError as e:  # writing the output failed: ENOSPC, EPIPE...
-        from multigrain.platform.commands.common import report_write_error
+    except OSError as e:  # writing the output failed (ENOSPC, EPIPE...), or a path too long to look up
+        from multigrain.platform.commands.common import report_path_error, report_write_error
 
-        if not report_write_error(e):
+        if not (report_write_error(e) or report_path_error(e)):
             raise
         return 2
     except KeyboardInterrupt:

@@ -219,6 +219,21 @@ def report_write_error(error: OSError) -> bool:
     return True
 
 
+def report_path_error(error: OSError) -> bool:
+    """For ``main``: when ``error`` is a path the system cannot look up (longer than the filesystem
+    allows: an argument or a spec value), print one ``error:`` line naming it, shortened, and return
+    True (else False)."""
+    import errno
+    import sys
+
+    if error.errno != errno.ENAMETOOLONG:
+        return False
+    name = str(error.filename or "")
+    shown = name if len(name) <= 100 else f"{name[:60]}...{name[-20:]} ({len(name)} characters)"
+    print(f"error: {shown}: {error.strerror or 'file name too long'}", file=sys.stderr)
+    return True
+
+
 def to_devnull(stream) -> None:
     """Point ``stream``'s file descriptor at ``/dev/null``: what it still holds and cannot write (a
     closed pipe, a full disk) goes nowhere, and Python's flush at exit has nothing to complain about."""
