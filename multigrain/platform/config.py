@@ -28,13 +28,12 @@ import json
 import math
 import sys
 import typing
-from pathlib import Path
 from typing import Annotated, Any, Generic, Literal, TypeVar, Union
 
 from multigrain.platform.errors import ConfigurationError, Problem, SpecError, did_you_mean
 from multigrain.platform.hints import Matches, Range, constructor_parameters, describe, implied_bounds
 from multigrain.platform.registry import PLUGIN_HINT, Registrable, broken_plugins_note, load_all
-from multigrain.platform.paths import is_there
+from multigrain.platform.paths import is_there, not_found
 
 T = TypeVar("T")
 
@@ -359,8 +358,8 @@ def _construct_class(cls: type, value: Any, path: str, errors: list[Problem], ex
         if key not in params and var_kw:
             kwargs[key] = value[key]
     if not build and extras.check_files:
-        errors += [Problem(_join(path, name), f"file not found: {value[name]} (paths are relative to {Path.cwd()})",
-                           "file") for name in getattr(cls, "weight_sources", ())
+        errors += [Problem(_join(path, name), not_found(value[name]), "file")
+                   for name in getattr(cls, "weight_sources", ())
                    if isinstance(value.get(name), str) and value[name] and not is_there(value[name])]
     if not build or errors:
         return None

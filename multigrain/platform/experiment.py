@@ -19,7 +19,7 @@ from multigrain.platform.store_names import segment_problem
 from multigrain.platform.training import TrainerConfig
 from multigrain.platform.vocab import VocabularyConfig, is_label_namespace
 from multigrain.platform.vocab import spec_problems as vocabulary_problems
-from multigrain.platform.paths import is_there
+from multigrain.platform.paths import is_there, not_found
 
 
 #: the data splits a spec names a reader for (``evaluate --reader``)
@@ -76,7 +76,7 @@ def validate_spec(spec: dict, source: Optional[str] = None, check_data_paths: bo
     for key in ("train_data_path", "validation_data_path", "test_data_path") if check_data_paths else ():
         value = spec.get(key)
         if isinstance(value, str) and not is_there(value):
-            problems.append(Problem(key, f"file not found: {value} (paths are relative to {Path.cwd()})", "file"))
+            problems.append(Problem(key, not_found(value), "file"))
     problems += spec_problems(spec, check_data_paths)
     problems += initializer_problems(spec) + vocabulary_problems(spec.get("vocabulary")) if check_data_paths else []
     problems += name_problems(spec)

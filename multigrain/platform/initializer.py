@@ -26,7 +26,7 @@ from pathlib import Path
 
 from multigrain.platform.errors import ConfigurationError, Problem
 from multigrain.platform.weights import load_weights, tensor_dict
-from multigrain.platform.paths import is_there
+from multigrain.platform.paths import is_there, not_found
 
 WHERE = "initializer.weights: "
 
@@ -54,7 +54,7 @@ class InitializerConfig:
 
 def weights_path(path: Path) -> Path:
     """``path/best.pt`` for a run directory, else ``path`` itself (a ``.pt`` file)."""
-    return path / "best.pt" if path.is_dir() else path
+    return path / "best.pt" if is_there(path, "dir") else path
 
 
 def weights_file(path: Path, where: str) -> Path:
@@ -73,11 +73,12 @@ def spec_problems(spec: dict) -> list[Problem]:
     if not isinstance(weights, str) or not weights:
         return []  # the type check reports it
     path = Path(weights)
-    run_dir = is_there(path, "dir")
-    if is_there(path / "best.pt" if run_dir else path, "file"):
+    if is_there(weights_path(path), "file"):
         return []
-    what = f"{path} has no best.pt (has the run finished an epoch?)" if run_dir else f"file not found: {path}"
-    return [Problem("initializer.weights", f"{what} (paths are relative to {Path.cwd()})", "file")]
+    if not is_there(path, "dir"):
+        return [Problem("initializer.weights", not_found(path), "file")]
+    return [Problem("initializer.weights", f"{path} has no best.pt (has the run finished an epoch?) (paths are "
+                                           f"relative to {Path.cwd()})", "file")]
 
 
 def model_state(weights: Path, where: str) -> dict:

@@ -6,6 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def not_found(path: str | Path) -> str:
+    """The problem of a spec's path that is not there."""
+    return f"file not found: {path} (paths are relative to {Path.cwd()})"
+
+
 def is_there(path: str | Path, kind: str = "any") -> bool:
     """Whether ``path`` exists (``kind`` "any"), is a file ("file") or a directory ("dir")."""
     try:

@@ -31,7 +31,7 @@ from typing import Optional
 
 from multigrain.platform.errors import ConfigurationError, Problem
 from multigrain.platform.kinds import Reader
-from multigrain.platform.paths import is_there
+from multigrain.platform.paths import is_there, not_found
 
 #: a test set's name: part of metric keys (``test_<name>_bleu``) and of an experiment name (``mt/<name>``)
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*$")
@@ -58,8 +58,7 @@ def spec_problems(spec: dict, check_data_paths: bool) -> list[Problem]:
                                                          "<task>/<name>)", "value"))
         path = entry.get("path") if isinstance(entry, dict) else None
         if check_data_paths and isinstance(path, str) and not is_there(path):
-            problems.append(Problem(f"test_sets.{name}.path", f"file not found: {path} (paths are relative to "
-                                                              f"{Path.cwd()})", "file"))
+            problems.append(Problem(f"test_sets.{name}.path", not_found(path), "file"))
     return problems
 
 

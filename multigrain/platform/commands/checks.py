@@ -36,10 +36,10 @@ def device(text: str) -> str:
 
 
 def _error(option: str, path, why: str):
+    from multigrain.platform.commands.common import short_path
     from multigrain.platform.errors import ConfigurationError
 
-    shown = str(path) if len(str(path)) <= 100 else f"{str(path)[:60]}...{str(path)[-20:]}"
-    return ConfigurationError(f"{option} {shown}: {why}")
+    return ConfigurationError(f"{option} {short_path(path)}: {why}")
 
 
 def _stat(path: str):
