@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 from multigrain.platform.errors import ConfigurationError, DataError, Problem
-from multigrain.platform.paths import is_there
+from multigrain.platform.paths import is_there, not_found
 
 PAD, OOV = "@@PAD@@", "@@UNK@@"
 
@@ -202,7 +202,7 @@ def spec_problems(section) -> list[Problem]:
     files = section.get("pretrained_files")
     for ns, path in sorted(files.items()) if isinstance(files, dict) else ():
         if isinstance(path, str) and not is_there(path, "file"):
-            out.append(Problem(f"vocabulary.pretrained_files.{ns}", f"file not found: {path}", "file"))
+            out.append(Problem(f"vocabulary.pretrained_files.{ns}", not_found(path), "file"))
     return out
 
 
@@ -242,8 +242,8 @@ class VocabularyConfig:
         file holds, most frequent first."""
         out = {}
         for ns, path in sorted(self.pretrained_files.items()):
-            if not Path(path).is_file():
-                raise ConfigurationError(f"vocabulary.pretrained_files.{ns}: no such file: {path}")
+            if not is_there(path, "file"):
+                raise ConfigurationError(f"vocabulary.pretrained_files.{ns}: {not_found(path)}")
             known = vec_tokens(path)
             counter = counters.get(ns, Counter())
             out[ns] = sorted((t for t in counter if t in known), key=lambda t: (-counter[t], t))

@@ -1,6 +1,7 @@
 """``vocabulary.directory``: the namespaces of a saved vocabulary are taken row for row; the others
 (a task's labels) are built from the data; a folder without a vocabulary is one clear error."""
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -26,7 +27,8 @@ def test_a_folder_without_a_vocabulary_is_an_error(tmp_path):
     assert spec_problems({"directory": str(tmp_path), "pretrained_files": {"chars": str(tmp_path / "c.vec")}}) == [
         Problem("vocabulary.directory", f"{tmp_path} holds no vocabulary.json (give a run's vocabulary folder)",
                 "file"),
-        Problem("vocabulary.pretrained_files.chars", f"file not found: {tmp_path / 'c.vec'}", "file")]
+        Problem("vocabulary.pretrained_files.chars",
+                f"file not found: {tmp_path / 'c.vec'} (paths are relative to {Path.cwd()})", "file")]
     with pytest.raises(ConfigurationError, match="vocabulary.directory: .* holds no vocabulary.json"):
         VocabularyConfig(directory=str(tmp_path)).fixed()  # a run directory's spec builds without it
     (tmp_path / "vocabulary.json").write_text("[1, 2", encoding="utf-8")
