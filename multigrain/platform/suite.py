@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from multigrain.platform.errors import ConfigurationError, Problem, SpecError
+from multigrain.platform.errors import ConfigurationError, Problem, SpecError, did_you_mean
 
 ENTRY_KEYS = ("spec", "seeds", "configs", "overrides", "ext_vars", "resources", "name")
 RESOURCE_KEYS = {"cpus": "num_cpus", "gpus": "num_gpus", "memory_gb": "memory"}
@@ -237,8 +237,9 @@ def plan(suite_path: str | Path, suite: dict, runs_root: str | Path = "runs", on
                     need = earlier.get(seed) or (next(iter(earlier.values())) if len(earlier) == 1 else None)
                 if need is None:
                     wanted = f"seed {value['seed']}" if "seed" in value else f"seed {seed} (or with one seed)"
+                    hint = "" if earlier else did_you_mean(value["run_of"], planned)
                     problems.append(Problem(f"{where}.ext_vars.{key}", f"run_of {value['run_of']!r}: no earlier entry "
-                                            f"of that name with {wanted}", "value"))
+                                            f"of that name with {wanted}{hint}", "value"))
                     break
                 needs.append(need)
                 ext_vars[key] = need.run_dir

@@ -397,6 +397,11 @@ def test_run_of_with_a_seed_reads_that_run_for_every_seed(tiny):
     with pytest.raises(SpecError, match=r"entries\[1\].ext_vars.pretrained: run_of 'first': no earlier entry of that "
                                         r"name with seed 16$"):
         suites.plan(bad, suites.load_suite(bad), tiny["runs"], check_data_paths=False)
+    entries[1]["ext_vars"]["pretrained"] = {"run_of": "frist", "seed": 14}  # a misspelt name: the one it may mean
+    bad = write_suite(tiny["dir"], entries, "pinned_misspelt.json")
+    with pytest.raises(SpecError, match=r"entries\[1\].ext_vars.pretrained: run_of 'frist': no earlier entry of that "
+                                        r"name with seed 14 \(did you mean 'first'\?\)$"):
+        suites.plan(bad, suites.load_suite(bad), tiny["runs"], check_data_paths=False)
     for seed in ("14", True, -1):
         entries[1]["ext_vars"]["pretrained"]["seed"] = seed
         bad = write_suite(tiny["dir"], entries, "pinned_bad.json")
