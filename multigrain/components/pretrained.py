@@ -8,16 +8,10 @@ adds the spec path of the component, e.g. ``model.encoder``).
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import torch
 
 from multigrain.platform.errors import ConfigurationError
-
-
-def checkpoint_file(path: str) -> Path:
-    p = Path(path)
-    return p / "best.pt" if p.is_dir() else p
+from multigrain.platform.paths import weights_path
 
 
 def load_pretrained(module: torch.nn.Module, path: str, prefix: str) -> None:
@@ -26,7 +20,7 @@ def load_pretrained(module: torch.nn.Module, path: str, prefix: str) -> None:
     from multigrain.platform.checkpoints import load_checkpoint
     from multigrain.platform.weights import tensor_dict
 
-    weights = checkpoint_file(path)
+    weights = weights_path(path)
     if not weights.exists():
         raise ConfigurationError(f"pretrained: {weights}: no such checkpoint (give a pre-training run directory "
                                  f"with best.pt, or a .pt file)")

@@ -17,9 +17,10 @@ the component does not take is an error too, unless the code only *offers* it
 (``Lazy.construct(offered={...})``: given when the constructor takes it). ``vocab`` reaches every
 level, ``Lazy`` ones included.
 
-Files that only set first weights (what a class names in ``weight_sources``) must exist in a new spec
-(``validate(check_files=True)``); a model built for a checkpoint's weights (``construct(checkpoint_follows=True)``:
-a run directory as an archive) leaves them out, as AllenNLP drops ``pretrained_file`` loading an archive.
+Files that only set first weights (what a class names in ``weight_sources``) must be there in a new spec
+(``validate(check_files=True)``: a file, or a run directory with its ``best.pt``; ``paths.weights_missing``); a
+model built for a checkpoint's weights (``construct(checkpoint_follows=True)``: a run directory as an archive) leaves
+them out, as AllenNLP drops ``pretrained_file`` loading an archive.
 """
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ from typing import Annotated, Any, Generic, Literal, TypeVar, Union
 from multigrain.platform.errors import ConfigurationError, Problem, SpecError, did_you_mean
 from multigrain.platform.hints import Matches, Range, constructor_parameters, describe, implied_bounds
 from multigrain.platform.registry import PLUGIN_HINT, Registrable, broken_plugins_note, load_all
-from multigrain.platform.paths import is_there, not_found
+from multigrain.platform.paths import weights_missing
 
 T = TypeVar("T")
 
@@ -358,9 +359,8 @@ def _construct_class(cls: type, value: Any, path: str, errors: list[Problem], ex
         if key not in params and var_kw:
             kwargs[key] = value[key]
     if not build and extras.check_files:
-        errors += [Problem(_join(path, name), not_found(value[name]), "file")
-                   for name in getattr(cls, "weight_sources", ())
-                   if isinstance(value.get(name), str) and value[name] and not is_there(value[name])]
+        errors += [Problem(_join(path, name), problem, "file") for name in getattr(cls, "weight_sources", ())
+                   if isinstance(value.get(name), str) and (problem := weights_missing(value[name]))]
     if not build or errors:
         return None
     try:

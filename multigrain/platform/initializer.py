@@ -26,7 +26,7 @@ from pathlib import Path
 
 from multigrain.platform.errors import ConfigurationError, Problem
 from multigrain.platform.weights import load_weights, tensor_dict
-from multigrain.platform.paths import is_there, not_found
+from multigrain.platform.paths import weights_missing, weights_path
 
 WHERE = "initializer.weights: "
 
@@ -52,11 +52,6 @@ class InitializerConfig:
         self.exclude = list(exclude)
 
 
-def weights_path(path: Path) -> Path:
-    """``path/best.pt`` for a run directory, else ``path`` itself (a ``.pt`` file)."""
-    return path / "best.pt" if is_there(path, "dir") else path
-
-
 def weights_file(path: Path, where: str) -> Path:
     """:func:`weights_path`, which must be a file."""
     weights = weights_path(path)
@@ -70,15 +65,10 @@ def spec_problems(spec: dict) -> list[Problem]:
     """A named ``initializer.weights`` that is not there, found when the spec is validated."""
     section = spec.get("initializer")
     weights = section.get("weights") if isinstance(section, dict) else None
-    if not isinstance(weights, str) or not weights:
+    if not isinstance(weights, str):
         return []  # the type check reports it
-    path = Path(weights)
-    if is_there(weights_path(path), "file"):
-        return []
-    if not is_there(path, "dir"):
-        return [Problem("initializer.weights", not_found(path), "file")]
-    return [Problem("initializer.weights", f"{path} has no best.pt (has the run finished an epoch?) (paths are "
-                                           f"relative to {Path.cwd()})", "file")]
+    problem = weights_missing(weights)
+    return [Problem("initializer.weights", problem, "file")] if problem else []
 
 
 def model_state(weights: Path, where: str) -> dict:

@@ -4,6 +4,7 @@ error then says, never an ``OSError`` traceback (``Path.exists`` raises for thos
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 
 def not_found(path: str | Path) -> str:
@@ -18,3 +19,20 @@ def is_there(path: str | Path, kind: str = "any") -> bool:
         return p.is_file() if kind == "file" else p.is_dir() if kind == "dir" else p.exists()
     except (OSError, ValueError):
         return False
+
+
+def weights_path(path: str | Path) -> Path:
+    """``path/best.pt`` for a run directory, else ``path`` itself (a ``.pt`` or vector file)."""
+    return Path(path) / "best.pt" if is_there(path, "dir") else Path(path)
+
+
+def weights_missing(path: str | Path) -> Optional[str]:
+    """Why a spec's path to first weights (a file, or a run directory's ``best.pt``) gives none; None if it does."""
+    if not str(path):
+        return "an empty path (name a file, or a run directory)"
+    if is_there(weights_path(path), "file"):
+        return None
+    if is_there(path, "dir"):
+        return (f"{path} is a folder with no best.pt (give a weights file, or a run directory that has finished an "
+                f"epoch) (paths are relative to {Path.cwd()})")
+    return not_found(path)

@@ -123,3 +123,17 @@ def test_weight_sources_must_exist_and_are_left_out_at_every_level_when_a_checkp
     with pytest.raises(SpecError) as e:  # a file error of a component is one problem at its path, not a traceback
         build(Top, spec).part.construct(vocab=VOCAB)
     assert e.value.problems[0].path == "part.child" and "FromFile: [Errno 2] No such file" in str(e.value)
+
+
+@pytest.mark.parametrize("given, says", [
+    ("", "an empty path (name a file, or a run directory)"),  # an unset shell variable: not "no weights"
+    ("folder", "{tmp}/folder is a folder with no best.pt (give a weights file, or a run directory that has finished"),
+])
+def test_a_weight_source_must_give_a_file(given, says, tmp_path):
+    (tmp_path / "folder").mkdir()
+    path = str(tmp_path / given) if given else ""
+    spec = {"part": {"type": "holder", "child": {"type": "from_file", "weights_file": path}}}
+    [problem] = validate(spec, Top, check_files=True)
+    assert problem.path == "part.child.weights_file" and problem.message.startswith(says.format(tmp=tmp_path))
+    (tmp_path / "folder" / "best.pt").write_bytes(b"")  # a run directory's weights: there
+    assert validate(spec, Top, check_files=True) == ([problem] if not given else [])

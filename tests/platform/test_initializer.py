@@ -133,7 +133,8 @@ def test_a_file_that_is_not_a_checkpoint_is_refused(tmp_path):
 
 @pytest.mark.parametrize("initializer, line", [
     ({"weights": "no/such/run"}, "initializer.weights: file not found: no/such/run"),
-    ({"weights": "."}, "initializer.weights: . has no best.pt (has the run finished an epoch?)"),
+    ({"weights": "."}, "initializer.weights: . is a folder with no best.pt (give a weights file, or a run directory"),
+    ({"weights": ""}, "initializer.weights: an empty path (name a file, or a run directory)"),
     ({"weights": "x.pt", "parameters": ["enc("]},
      "initializer: InitializerConfig: parameters.0: 'enc(' is not a regular expression"),
     ({"weights": "x.pt", "parameters": []}, "initializer: InitializerConfig: parameters: expected at least one"),

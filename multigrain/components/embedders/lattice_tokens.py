@@ -18,10 +18,11 @@ from typing import Optional
 import torch
 from torch import nn
 
-from multigrain.components.pretrained import checkpoint_file, load_pretrained
+from multigrain.components.pretrained import load_pretrained
 from multigrain.platform import jsonio
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.kinds import TokenEmbedder
+from multigrain.platform.paths import weights_path
 from multigrain.platform.vocab import Vocabulary
 
 
@@ -29,7 +30,7 @@ def check_same_inputs(vocab: Vocabulary, pretrained: str, words: bool) -> None:
     """The rows of ``tokens`` must mean what they meant in pre-training. When the checkpoint sits
     in a run directory: the run embedded words too iff this embedder does (its ``config.json``),
     and the namespaces equal that run's ``vocabulary/``."""
-    run = checkpoint_file(pretrained).parent
+    run = weights_path(pretrained).parent
     try:
         embedder = jsonio.loads((run / "config.json").read_text(encoding="utf-8"))["model"]["embedder"]
         theirs_words = embedder.get("words", True) if embedder.get("type") == "lattice_tokens" else None
