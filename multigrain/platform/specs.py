@@ -5,6 +5,7 @@ command line into the resolved JSON spec whose canonical form is hashed into the
 """
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from pathlib import Path
@@ -86,8 +87,8 @@ def evaluate_jsonnet(path: str | Path, ext_vars: dict[str, str] | None = None,
         if "undefined external variable" in msg:
             name = msg.split("undefined external variable:")[-1].split("\n")[0].strip()
             raise SpecError(
-                [Problem("", f"missing ext var {name!r}: pass it with --ext-var {name}=VALUE ({_first_line(msg)})",
-                         "jsonnet")],
+                [Problem("", f"missing ext var {name!r}: pass it with --ext-var {name}=VALUE"
+                             f"{_given_instead(name, ext_vars or {})} ({_first_line(msg)})", "jsonnet")],
                 str(path),
             )
         raise SpecError([Problem("", f"Jsonnet error: {msg}", "jsonnet")], str(path))
@@ -96,6 +97,12 @@ def evaluate_jsonnet(path: str | Path, ext_vars: dict[str, str] | None = None,
         raise SpecError([Problem("", f"the spec must evaluate to an object, got {type(spec).__name__}", "type")],
                         str(path))
     return spec
+
+
+def _given_instead(name: str, ext_vars: dict) -> str:
+    """A hint naming an ext var that was given and is close to the one the spec reads (a misspelling)."""
+    close = difflib.get_close_matches(name, list(ext_vars), n=1, cutoff=0.6)
+    return f"; --ext-var {close[0]} was given, which the spec does not read" if close else ""
 
 
 def _first_line(msg: str) -> str:

@@ -111,6 +111,9 @@ def test_jsonnet_syntax_error(tmp_path):
 
 def test_missing_ext_var(tmp_path):
     check(tmp_path, "{ lr: std.extVar('lr') }", "missing ext var 'lr'", "--ext-var lr=")
+    misspelt = check(tmp_path, "{ msra_run: std.extVar('msra_run') }", extra=("--ext-var", "msra_rn=runs/x"))
+    assert ("missing ext var 'msra_run': pass it with --ext-var msra_run=VALUE; --ext-var msra_rn was given, which the "
+            "spec does not read (") in misspelt
 
 
 def test_environment_is_not_visible(tmp_path, monkeypatch):
