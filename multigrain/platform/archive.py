@@ -22,6 +22,7 @@ from multigrain.platform import jsonio
 from multigrain.platform.data import json_lines
 from multigrain.platform.specs import spec_hash
 from multigrain.platform.errors import ConfigurationError
+from multigrain.platform.paths import input_problem
 from multigrain.platform.weights import open_lock, write_atomically
 
 
@@ -140,8 +141,8 @@ class Archive:
 
     def read(self, path: str, reader=None) -> list:
         """Examples of a data file read with ``reader`` (default: the archive's)."""
-        if not Path(path).is_file():
-            raise ConfigurationError(f"{path}: no such data file")
+        if problem := input_problem(path, "data file"):
+            raise ConfigurationError(problem)
         return list((reader or self.reader).read(path))
 
     def read_json_lines(self, path: str) -> list:
@@ -180,8 +181,8 @@ def read_json_lines(path: str, model) -> list:
     a DataError naming it."""
     from multigrain.platform.errors import DataError
 
-    if not Path(path).is_file():
-        raise ConfigurationError(f"{path}: no such input file")
+    if problem := input_problem(path, "input file"):
+        raise ConfigurationError(problem)
     out = []
     for n, data in json_lines(path):  # utf-8(-sig), a bad byte or JSON line named by line
         try:

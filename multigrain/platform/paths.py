@@ -36,3 +36,12 @@ def weights_missing(path: str | Path) -> Optional[str]:
         return (f"{path} is a folder with no best.pt (give a weights file, or a run directory that has finished an "
                 f"epoch) (paths are relative to {Path.cwd()})")
     return not_found(path)
+
+
+def input_problem(path: str | Path, what: str) -> Optional[str]:
+    """Why ``path`` cannot be read as an input file (``what``: "data file", "input file"); None if it can."""
+    if not str(path):
+        return f"an empty path (name a {what})"
+    if is_there(path, "file"):
+        return None
+    return f"{path}: not a {what} (a folder or a device)" if is_there(path) else f"{path}: no such {what}"

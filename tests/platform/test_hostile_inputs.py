@@ -434,6 +434,18 @@ def test_stdout_on_a_full_device_or_a_closed_pipe(run_dir, tmp_path):
     one_error(err, "error: cannot write the output: Broken pipe")
 
 
+def test_an_io_error_is_not_called_a_write_error(capsys):
+    import errno
+
+    from multigrain.platform.commands.common import report_write_error
+
+    assert report_write_error(OSError(errno.EIO, "Input/output error"))  # reading a failing disk raises it too
+    assert capsys.readouterr().err == "error: input/output error while reading or writing: Input/output error\n"
+    assert report_write_error(OSError(errno.ENOSPC, "No space left on device", "out.json"))
+    assert capsys.readouterr().err == "error: cannot write the output out.json: No space left on device\n"
+    assert not report_write_error(OSError(errno.EACCES, "Permission denied"))
+
+
 def test_an_error_cut_short_by_a_closed_stderr_pipe_still_exits_2(tmp_path):
     spec = {("key%d" % i) * 20: i for i in range(3000)}  # 3,000 unknown keys: an error of over 1 MB
     path = write(tmp_path / "bad.json", json.dumps({"task": "ner", **spec}))

@@ -1,6 +1,7 @@
 """``predict`` and ``evaluate`` on bad input: one clear error each (exit 2), no traceback, no
 half-written output."""
 import json
+import os
 import shutil
 
 import pytest
@@ -87,6 +88,9 @@ def test_a_damaged_vocabulary_is_exit_2_naming_the_file_and_the_namespace(run_di
 def test_bad_arguments_and_files(run_dir, tmp_path):
     check(run_cli("predict", run_dir, tmp_path / "missing.jsonl"), "missing.jsonl: no such input file")
     check(run_cli("evaluate", run_dir, tmp_path / "missing.bmes"), "missing.bmes: no such data file")
+    check(run_cli("evaluate", run_dir, tmp_path), f"{tmp_path}: not a data file (a folder or a device)")
+    check(run_cli("evaluate", run_dir, os.devnull), f"{os.devnull}: not a data file (a folder or a device)")
+    check(run_cli("predict", run_dir, ""), "an empty path (name a data file)")
     out = run_cli("predict", run_dir, tmp_path / "x.jsonl", "--batch-size", "0")
     assert out.returncode == 2 and "--batch-size: expected at least 1, got 0" in out.stderr
 

@@ -212,8 +212,10 @@ def report_write_error(error: OSError) -> bool:
     except (OSError, ValueError):
         to_devnull(sys.stdout)
     where = f" {error.filename}" if error.filename else ""
+    what = ("input/output error while reading or writing" if error.errno == errno.EIO  # a read fails with it too
+            else "cannot write the output")
     try:
-        print(f"error: cannot write the output{where}: {error.strerror or error}", file=sys.stderr)
+        print(f"error: {what}{where}: {error.strerror or error}", file=sys.stderr)
     except (OSError, ValueError):
         pass
     return True

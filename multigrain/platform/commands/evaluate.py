@@ -50,6 +50,7 @@ def notes_line(data: str, notes: dict) -> str:
 def evaluate(args) -> int:
     from multigrain.platform.errors import ConfigurationError
     from multigrain.platform.evaluation import evaluate_counted
+    from multigrain.platform.paths import input_problem
     from multigrain.platform.run_archive import Scores
     from multigrain.platform.runs import Run
     from multigrain.platform.test_sets import evaluation_notes, named_set, set_of_path, with_references
@@ -64,6 +65,8 @@ def evaluate(args) -> int:
         chosen = named_set(run, args.test_set)
         data, reader, label = chosen.path, chosen.reader, f"test set {args.test_set!r}"
     else:
+        if problem := input_problem(args.data, "data file"):  # before the model is loaded
+            raise ConfigurationError(problem)
         data, reader, label = args.data, run.experiment.reader_for(args.reader), args.reader
     if args.references:
         reader = with_references(reader, args.references, data)

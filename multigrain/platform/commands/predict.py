@@ -25,12 +25,16 @@ def register(sub) -> None:
 
 
 def predict(args) -> int:
-    from multigrain.platform.errors import DataError
+    from multigrain.platform.errors import ConfigurationError, DataError
+    from multigrain.platform.paths import input_problem
     from multigrain.platform.runs import Run
 
     output = AtomicOutput(args.output_file)  # a path that cannot become a file is refused before any work
-    archive = Run.open(args.archive).load_archive(device=args.device, reader=args.reader)
+    run = Run.open(args.archive)
     from_reader = args.use_dataset_reader or not args.input.endswith((".jsonl", ".json"))
+    if problem := input_problem(args.input, "data file" if from_reader else "input file"):  # before the model loads
+        raise ConfigurationError(problem)
+    archive = run.load_archive(device=args.device, reader=args.reader)
     instances = archive.read(args.input) if from_reader else archive.read_json_lines(args.input)
     if not instances:
         raise DataError(args.input, None, "no instances in the file (" + (
