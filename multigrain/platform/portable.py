@@ -139,6 +139,8 @@ def _notshown(text: str, error: JsonTextError) -> str:
 
 def read_board(path: str | Path) -> list[dict]:
     """The runs of a portable leaderboard file, every one checked before any is used."""
+    if not str(path):  # Path("") would read the working directory
+        raise ConfigurationError("--import: an empty path (name a leaderboard file)")
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")

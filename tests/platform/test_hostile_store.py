@@ -72,6 +72,8 @@ def test_climbing_experiment_names_write_nothing_outside_the_store(layout, capsy
         code, _, err = cli(capsys, "leaderboard", "--import", bad, "--tracking-uri", uri)
         assert code == 2 and err.startswith(f"error: {bad}: runs[0] (id r1): experiment: ") and "\n" not in err.strip()
     assert everything_under(outside) == [] and not (tmp / "store" / "m.db").exists()
+    assert cli(capsys, "leaderboard", "--import", "", "--tracking-uri", uri)[1:] == (
+        "", "error: --import: an empty path (name a leaderboard file)\n")  # not "give a TASK", not the folder "."
 
     # a spec whose dataset (or task) climbs: a spec error naming the key, before any run directory
     train = copy_sentences(DATA / "resume_ner" / "dev.char.bmes", tmp / "train.bmes", 8)

@@ -32,13 +32,13 @@ def leaderboard(args) -> int:
 
     if args.task and args.all:
         raise ConfigurationError("give a TASK or --all, not both")
-    if not (args.task or args.all or args.import_file):
+    if not (args.task or args.all or args.import_file is not None):
         raise ConfigurationError("give a TASK (an experiment such as ner/resume, or a task such as ner) or --all")
     from multigrain.platform.tracking import open_store, tracking_uri
 
     uri = tracking_uri(args.tracking_uri)
     task = None if args.all else args.task
-    if args.import_file:
+    if args.import_file is not None:
         from multigrain.platform.portable import import_runs, read_board
 
         runs = read_board(args.import_file)  # every run checked before the store is touched
