@@ -35,8 +35,9 @@ def training_lock(run_dir: Path) -> Iterator[None]:
     lock when the holder exits or is killed, so a file left by a killed process never blocks."""
     import fcntl
 
-    run_dir.parent.mkdir(parents=True, exist_ok=True)
-    path = run_dir.parent.resolve() / f".{run_dir.name}.lock"  # the lock file itself is never a link followed
+    named = Path(os.path.abspath(run_dir))  # "-s ." names the folder itself: its lock goes beside it, not in it
+    named.parent.mkdir(parents=True, exist_ok=True)
+    path = named.parent.resolve() / f".{named.name}.lock"  # the lock file itself is never a link followed
     while True:
         handle = open_lock(path)
         try:

@@ -237,3 +237,15 @@ def test_a_second_training_in_a_run_directory_in_use_is_refused_until_its_holder
                    capture_output=True)
     assert json.loads((run_dir / "metrics.json").read_text())["finished"]
     assert not (tmp_path / ".run.lock").exists()
+
+
+def test_training_into_the_working_directory_itself(tmp_path):
+    """``-s .`` in an empty folder trains there: the lock file goes beside the folder, not into it
+    (where it made the folder look taken: "not empty ... it holds ..lock")."""
+    spec, here = write_spec(tmp_path, epochs=1), tmp_path / "here"
+    here.mkdir()
+    out = subprocess.run(cli("train", spec, "-s", ".", "--no-tracking"), env=env(), cwd=here, capture_output=True,
+                         text=True)
+    assert out.returncode == 0, out.stderr
+    assert json.loads((here / "metrics.json").read_text())["finished"]
+    assert not (here / "..lock").exists() and not (tmp_path / ".here.lock").exists()
