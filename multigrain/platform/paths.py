@@ -1,6 +1,8 @@
-"""Whether a path a spec names is there, asked while the spec is validated: a path the system
-cannot even look up (longer than the filesystem allows, a NUL byte) is not there, which the spec
-error then says, never an ``OSError`` traceback (``Path.exists`` raises for those on Python 3.11)."""
+"""Whether a path a spec or a command names is there, asked before any work: a path the system
+cannot even look up (longer than the filesystem allows, a NUL byte) is not there, which the error
+then says, never an ``OSError`` traceback (``Path.exists`` raises for those on Python 3.11). Also
+what such a path must give: first weights (a file, or a run directory's ``best.pt``) and input
+files (a regular file, not a folder or a device), each with the one message that says why not."""
 from __future__ import annotations
 
 from pathlib import Path
