@@ -11,7 +11,11 @@ from typing import Optional
 
 def not_found(path: str | Path) -> str:
     """The problem of a spec's path that is not there."""
-    return f"file not found: {path} (paths are relative to {Path.cwd()})"
+    return f"file not found: {path}{_relative()}"
+
+
+def _relative() -> str:
+    return f" (paths are relative to {Path.cwd()})"
 
 
 def is_there(path: str | Path, kind: str = "any") -> bool:
@@ -32,12 +36,11 @@ def weights_missing(path: str | Path) -> Optional[str]:
     """Why a spec's path to first weights (a file, or a run directory's ``best.pt``) gives none; None if it does."""
     if not str(path):
         return "an empty path (name a file, or a run directory)"
-    if is_there(weights_path(path), "file"):
-        return None
     if is_there(path, "dir"):
-        return (f"{path} is a folder with no best.pt (give a weights file, or a run directory that has finished an "
-                f"epoch) (paths are relative to {Path.cwd()})")
-    return not_found(path)
+        return None if is_there(Path(path) / "best.pt", "file") else (
+            f"{path} is a folder with no best.pt (give a weights file, or a run directory that has finished an "
+            f"epoch){_relative()}")
+    return None if is_there(path, "file") else not_found(path)
 
 
 def input_problem(path: str | Path, what: str) -> Optional[str]:
