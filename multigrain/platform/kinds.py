@@ -10,7 +10,7 @@ Domain kinds (``lattice_builder``) live with their components.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 import torch
 
@@ -86,6 +86,8 @@ class Model(torch.nn.Module, Registrable, kind="model"):
     task: str = "task"
     #: the headline metric of the leaderboard and its direction
     leaderboard_metric: str = "f1"
+    #: why ``predict`` and ``serve`` refuse this model (None: it predicts)
+    not_predicting: Optional[str] = None
 
     @classmethod
     def count_vocab_items(cls, instance: Instance, counters: dict[str, Counter]) -> None:

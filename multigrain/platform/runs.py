@@ -169,6 +169,11 @@ class Run:
         return self._train_locked(not plan.is_empty(), None, logger, on_epoch, epoch_lines, data_parallel)
 
     # the archive (``run_archive``) -------------------------------------------------
+    def prediction_refused(self) -> Optional[str]:
+        """Why ``predict`` and ``serve`` refuse the run's model (its class's ``not_predicting``), or None."""
+        reason = self.experiment.model_class().not_predicting
+        return f"{self.run_dir}: {reason}" if reason else None
+
     def load_archive(self, weights: str = "best.pt", device: Optional[str] = None,
                      reader: str = "test") -> files.Archive:
         """The run's model with ``weights`` loaded, on ``device`` (default: the trainer's), reading

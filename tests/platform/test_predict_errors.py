@@ -133,7 +133,9 @@ def test_bad_predict_lines_name_file_and_line(run_dir, tmp_path, line, message):
     lines.write_text('{"text": "张三在北京"}\n' + line + "\n", encoding="utf-8")
     with pytest.raises(DataError) as e:
         read_json_lines(str(lines), model_of(run_dir))
-    assert str(e.value).startswith(f"{lines}:2: cannot make an example: ") and message in str(e.value)
+    prefix = f"{lines}:2: cannot make an example: "
+    assert str(e.value).startswith(prefix) and message in str(e.value)
+    assert not str(e.value)[len(prefix):].startswith("'")  # the message, not a KeyError's repr of it
 
 
 _MODELS = {}

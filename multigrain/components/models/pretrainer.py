@@ -86,6 +86,7 @@ class _Counts:
 class Pretrainer(SentenceModel):
     task = "pretrain"
     leaderboard_metric = "msp_accuracy"
+    not_predicting = "a pre-training model predicts nothing; fine-tune it (jsonnet_configs/finetune)"
     text_fields = {"chars": "lattice", "chars_b": "lattice_b"}
 
     def __init__(self, vocab: Vocabulary, embedder: TokenEmbedder, encoder: Lazy[Encoder],
@@ -164,7 +165,7 @@ class Pretrainer(SentenceModel):
         return batch
 
     def text_to_instance(self, data: dict) -> Instance:
-        raise NotImplementedError("a pre-training model predicts nothing; fine-tune it (jsonnet_configs/finetune)")
+        raise ValueError(self.not_predicting)
 
     # computation ---------------------------------------------------------------------------------
     def next_step(self) -> int:

@@ -111,7 +111,7 @@ class Tagger(CharLatticeModel):
                 raise ValueError(f'"text" must be a non-empty string, got {json.dumps(text)[:40]}')
             chars = list(text)
         else:
-            raise KeyError('expected "text" or "chars"')
+            raise ValueError('expected "text" or "chars"')
         inst = Instance({"chars": chars})
         if "tags" in data:
             tags = data["tags"]

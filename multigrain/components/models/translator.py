@@ -196,7 +196,7 @@ class Translator(CharLatticeModel):
     def text_to_instance(self, data: dict) -> Instance:
         """``{"text": "..."}`` (Chinese), optionally with ``"references": ["...", ...]``."""
         if "text" not in data:
-            raise KeyError('expected "text"')
+            raise ValueError('expected "text"')
         text = data["text"]
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f'"text" must be a non-empty string, got {json.dumps(text, ensure_ascii=False)[:40]}')

@@ -31,6 +31,8 @@ def predict(args) -> int:
 
     output = AtomicOutput(args.output_file)  # a path that cannot become a file is refused before any work
     run = Run.open(args.archive)
+    if refused := run.prediction_refused():
+        raise ConfigurationError(refused)
     from_reader = args.use_dataset_reader or not args.input.endswith((".jsonl", ".json"))
     if problem := input_problem(args.input, "data file" if from_reader else "input file"):  # before the model loads
         raise ConfigurationError(problem)

@@ -109,7 +109,7 @@ def cmd_serve(args) -> int:
 
     limits = limits_of(args)
     limits.check()
-    named = check_archives(args.run_dirs)
+    named = check_archives(args.run_dirs, predicting=True)
     check_port_free(args.host, args.port)
     local = args.address in (None, "", "local")
     ingress = args.ingress or ("replica" if local else "proxy")

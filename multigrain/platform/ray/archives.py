@@ -8,11 +8,13 @@ from pathlib import Path
 
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.plugins import check_recorded
+from multigrain.platform.runs import Run
 
 
-def check_archives(run_dirs: list[str], data_paths: tuple = ()) -> dict[str, str]:
+def check_archives(run_dirs: list[str], data_paths: tuple = (), predicting: bool = False) -> dict[str, str]:
     """Name -> run dir for every archive (names unique and URL-safe); every missing archive or
-    data file in one error, before Ray starts."""
+    data file, and with ``predicting`` every model that predicts nothing (a pre-training run), in
+    one error, before Ray starts."""
     problems, names = [], {}
     for rd in run_dirs:
         path = Path(rd)
@@ -23,6 +25,8 @@ def check_archives(run_dirs: list[str], data_paths: tuple = ()) -> dict[str, str
         else:
             try:  # the plugins it names must be the user's (--include-package): the replicas get those
                 check_recorded(path)
+                if predicting and (refused := Run.open(path).prediction_refused()):
+                    problems.append(refused)
             except ConfigurationError as e:
                 problems.append(str(e))
         base = re.sub(r"[^A-Za-z0-9_.-]+", "-", path.resolve().name) or "model"

@@ -17,7 +17,7 @@ from multigrain.platform.experiment import build_vocabulary, read_all
 from multigrain.platform.runs import Run
 from multigrain.platform.training import load_checkpoint
 from multigrain.testing import TaggerOverfitData, tiny_spec
-from tests.conftest import DATA
+from tests.conftest import DATA, run_cli
 
 SIZE = {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "dropout": 0.0, "attention_dropout": 0.0}
 
@@ -342,3 +342,21 @@ def test_data_parallel_replicas_take_the_one_process_step(corpus):
     for got, want in zip(averaged, expected):
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-6)
     assert not all(torch.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in zip(by_instances, expected))
+
+
+def test_predict_and_serve_refuse_a_pretraining_run_before_reading_input(pretrained, tmp_path):
+    from multigrain.platform.ray.archives import check_archives
+
+    run_dir, _ = pretrained
+    lines = tmp_path / "in.jsonl"
+    lines.write_text('{"text": "张三在北京"}\n', encoding="utf-8")
+    out = run_cli("predict", run_dir, lines, "--output-file", tmp_path / "out.jsonl")
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip() == (f"error: {run_dir}: a pre-training model predicts nothing; "
+                                  "fine-tune it (jsonnet_configs/finetune)")
+    assert not (tmp_path / "out.jsonl").exists()
+    with pytest.raises(ConfigurationError, match="a pre-training model predicts nothing"):
+        check_archives([str(run_dir)], predicting=True)  # serve's check, before Ray starts
+    assert list(check_archives([str(run_dir)]).values()) == [str(run_dir.resolve())]  # evaluate-all scores it
+    with pytest.raises(ValueError, match="predicts nothing"):  # a request that reaches it anyway: a 400
+        Run.open(run_dir).load_archive(device="cpu").model.text_to_instance({"text": "张三"})
