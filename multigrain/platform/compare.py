@@ -14,19 +14,14 @@ from multigrain.platform.records import experiments, is_curve, record, search
 
 
 def resolve(client, ident: str, uri: str) -> dict:
-    """The record of a run named by its MLflow run id, its spec hash (or a prefix of 6+
-    characters: the latest finished run of it; an extended run answers to its current hash, then to
-    its earlier ones, ``provenance``) or its run name."""
-    from mlflow.exceptions import MlflowException
-
+    """The record of a run named by its run directory (``run_directory_record``), its MLflow run id,
+    its spec hash (or a prefix of 6+ characters: the latest finished run of it; an extended run
+    answers to its current hash, then to its earlier ones, ``provenance``) or its run name."""
     exps = {e.experiment_id: e.name for e in experiments(client)}
-    if re.fullmatch(r"[0-9a-f]{32}", ident):
-        try:
-            run = client.get_run(ident)
-            if run.info.experiment_id in exps:
-                return record(client, run, exps[run.info.experiment_id], history=True)
-        except MlflowException:
-            pass
+    if (Path(ident) / "config.json").is_file():
+        return run_directory_record(client, Path(ident), uri, exps)
+    if re.fullmatch(r"[0-9a-f]{32}", ident) and (run := logged_run(client, ident, exps)) is not None:
+        return record(client, run, exps[run.info.experiment_id], history=True)
     quoted = ident.replace("'", "")
     found = []
     if re.fullmatch(r"[0-9a-f]{6,64}", ident):
@@ -38,6 +33,43 @@ def resolve(client, ident: str, uri: str) -> dict:
         found = search(client, list(exps), f"attributes.run_name = '{quoted}'")
     if not found:
         raise ConfigurationError(f"{ident}: no run with this id, spec hash or name in {uri}")
+    return latest(client, found, exps)
+
+
+def run_directory_record(client, run_dir: Path, uri: str, exps: dict) -> dict:
+    """The record of the MLflow run that a run directory's ``tracking.json`` names for the store
+    ``uri``, else of the latest finished run of the spec hash in its ``spec_hash``."""
+    try:
+        saved = json.loads((run_dir / "tracking.json").read_text(encoding="utf-8"))
+        if isinstance(saved, dict) and saved.get("tracking_uri") == uri and isinstance(saved.get("run_id"), str):
+            if (run := logged_run(client, saved["run_id"], exps)) is not None:
+                return record(client, run, exps[run.info.experiment_id], history=True)
+    except (OSError, ValueError):
+        pass
+    try:
+        digest = (run_dir / "spec_hash").read_text(encoding="utf-8").strip()
+    except (OSError, ValueError):
+        digest = ""
+    found = search(client, list(exps), f"tags.spec_hash = '{digest}'") if re.fullmatch(r"[0-9a-f]{64}", digest) else []
+    if not found:
+        raise ConfigurationError(f"{run_dir}: a run directory with no MLflow run in {uri} (trained with "
+                                 f"--no-tracking, or logged to another store?); `multigrain log {run_dir}` logs it")
+    return latest(client, found, exps)
+
+
+def logged_run(client, run_id: str, exps: dict):
+    """The MLflow run of this id in one of the experiments ``exps``, else None."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        run = client.get_run(run_id)
+    except MlflowException:
+        return None
+    return run if run.info.experiment_id in exps else None
+
+
+def latest(client, found: list, exps: dict) -> dict:
+    """The record of the latest finished run of ``found`` (of the latest run when none finished)."""
     finished = [r for r in found if r.info.status == "FINISHED"] or found
     run = max(finished, key=lambda r: r.info.start_time or 0)
     return record(client, run, exps[run.info.experiment_id], history=True)
@@ -53,7 +85,14 @@ def compare_runs(client, idents: list[str], plot: str, uri: str) -> dict:
     from multigrain.platform.artifacts import plot_curves
     from multigrain.platform.provenance import hash_history
 
-    recs = [resolve(client, ident, uri) for ident in idents]
+    recs, problems = [], []
+    for ident in idents:  # every run that cannot be found in one error
+        try:
+            recs.append(resolve(client, ident, uri))
+        except ConfigurationError as e:
+            problems.append(str(e))
+    if problems:
+        raise ConfigurationError("\n".join(problems))
     labels = []
     for r in recs:  # a run named twice is shown twice, under distinct labels
         label = r["name"] or r["run_id"][:8]

@@ -4,6 +4,7 @@ one clear error (exit 2, nothing written) for each kind of bad input. Runs are t
 import csv
 import io
 import json
+import shutil
 import statistics
 
 import pytest
@@ -117,6 +118,28 @@ def test_compare_lists_exactly_the_differing_spec_keys_and_plots_the_curves(boar
     code, out, _ = cli(capsys, "compare", first["spec_hash"], run_id, "--plot", plot, "--format", "md",
                        "--tracking-uri", board["uri"])
     assert code == 0 and "| seed | 7 | 8 |" in out and "trainer.optimizer.lr" not in out
+
+
+def test_compare_takes_run_directories_and_names_every_run_it_cannot_find(board, tmp_path, capsys):
+    first, _, other_lr = board["results"]
+    folder, uri = board["folder"], board["uri"]
+    copied = tmp_path / "copied"  # no tracking.json: found by its spec hash
+    shutil.copytree(folder / "run-resume_bilstm_crf-7-0.05", copied)
+    (copied / "tracking.json").unlink()
+    code, out, _ = cli(capsys, "compare", copied, folder / "run-resume_bilstm_crf-7-0.02", "--plot",
+                       tmp_path / "cmp.png", "--format", "json", "--tracking-uri", uri)
+    result = json.loads(out.split("\nlearning curves:")[0])
+    assert code == 0 and result["differences"] == {"trainer.optimizer.lr": ["0.05", "0.02"]}
+    assert [r["spec_hash"] for r in result["runs"]] == [first["spec_hash"], other_lr["spec_hash"]]
+    unlogged = tmp_path / "unlogged"
+    shutil.copytree(copied, unlogged)
+    (unlogged / "spec_hash").write_text("0" * 64)
+    code, out, err = cli(capsys, "compare", unlogged, "nosuchrun", copied, "--plot", tmp_path / "again.png",
+                         "--tracking-uri", uri)
+    assert code == 2 and out == "" and not (tmp_path / "again.png").exists()
+    assert err.strip() == (f"error: {unlogged}: a run directory with no MLflow run in {uri} (trained with "
+                           f"--no-tracking, or logged to another store?); `multigrain log {unlogged}` logs it\n"
+                           f"nosuchrun: no run with this id, spec hash or name in {uri}")
 
 
 @pytest.mark.parametrize("content, message", [

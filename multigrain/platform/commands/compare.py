@@ -8,7 +8,7 @@ def register(sub) -> None:
     p = sub.add_parser("compare", help="compare runs (or show one): metrics, differing spec keys, overlaid learning "
                                        "curves")
     p.add_argument("runs", nargs="+", metavar="RUN_OR_HASH",
-                   help="an MLflow run id, a spec hash (or its first 6+ characters) or a run name")
+                   help="a run directory, an MLflow run id, a spec hash (or its first 6+ characters) or a run name")
     p.add_argument("--plot", default="compare.png", metavar="FILE", help="the learning-curve plot (PNG)")
     p.add_argument("--format", choices=("table", "md", "json"), default="table")
     p.add_argument("--tracking-uri")
