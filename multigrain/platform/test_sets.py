@@ -133,7 +133,7 @@ def named_set(run, name: str) -> EvaluationSet:
     sets = run.experiment.test_sets or {}
     if name not in sets:
         raise ConfigurationError(f"{run.run_dir}: its spec has no test set {name!r}"
-                                 f"{' (it has: ' + ', '.join(sorted(sets)) + ')' if sets else ''}")
+                                 f"{' (it has: ' + ', '.join(sorted(sets)) + ')' if sets else ' (it has none: give a DATA file)'}")
     return EvaluationSet(sets[name].path, sets[name].reader or run.experiment.test_dataset_reader)
 
 

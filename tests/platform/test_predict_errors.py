@@ -91,6 +91,8 @@ def test_bad_arguments_and_files(run_dir, tmp_path):
     check(run_cli("evaluate", run_dir, tmp_path), f"{tmp_path}: not a data file (a folder or a device)")
     check(run_cli("evaluate", run_dir, os.devnull), f"{os.devnull}: not a data file (a folder or a device)")
     check(run_cli("predict", run_dir, ""), "an empty path (name a data file)")
+    check(run_cli("evaluate", run_dir, "--test-set", "wmt22"), "its spec has no test set 'wmt22' (it has none: give a "
+                                                                 "DATA file)")
     out = run_cli("predict", run_dir, tmp_path / "x.jsonl", "--batch-size", "0")
     assert out.returncode == 2 and "--batch-size: expected at least 1, got 0" in out.stderr
 
