@@ -8,10 +8,12 @@ adds the spec path of the component, e.g. ``model.encoder``).
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 
 from multigrain.platform.errors import ConfigurationError
-from multigrain.platform.paths import weights_path
+from multigrain.platform.initializer import weights_file
 
 
 def load_pretrained(module: torch.nn.Module, path: str, prefix: str) -> None:
@@ -20,10 +22,7 @@ def load_pretrained(module: torch.nn.Module, path: str, prefix: str) -> None:
     from multigrain.platform.checkpoints import load_checkpoint
     from multigrain.platform.weights import tensor_dict
 
-    weights = weights_path(path)
-    if not weights.exists():
-        raise ConfigurationError(f"pretrained: {weights}: no such checkpoint (give a pre-training run directory "
-                                 f"with best.pt, or a .pt file)")
+    weights = weights_file(Path(path), "pretrained: ")
     state = load_checkpoint(weights, "cpu")  # a regular file of tensors and plain values, else one clear error
     state = state.get("model", state) if "model" in state and isinstance(state["model"], dict) else state
     tensor_dict(state, weights, where="pretrained: ")

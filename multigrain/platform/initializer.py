@@ -53,12 +53,11 @@ class InitializerConfig:
 
 
 def weights_file(path: Path, where: str) -> Path:
-    """:func:`weights_path`, which must be a file."""
-    weights = weights_path(path)
-    if not weights.is_file():
-        raise ConfigurationError(f"{where}{weights}: no such file (a run directory with best.pt, or a .pt file; "
-                                 f"a run that has not finished an epoch has none)")
-    return weights
+    """:func:`weights_path`, which must be a file: else a ConfigurationError with
+    :func:`weights_missing`'s reason, after ``where``."""
+    if problem := weights_missing(path):
+        raise ConfigurationError(f"{where}{problem}")
+    return weights_path(path)
 
 
 def spec_problems(spec: dict) -> list[Problem]:

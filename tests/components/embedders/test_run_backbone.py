@@ -51,7 +51,8 @@ def test_what_is_not_a_run_of_this_backbone_is_one_error_naming_the_file(tmp_pat
     state = moved_backbone(source)
     state.pop("encoder.layer.1.output.dense.weight")
     torch.save({f"embedder.model.{k}": v for k, v in state.items()}, partial)
-    cases = [(empty, f"archive_path: {empty / 'best.pt'}: no such file"),
+    cases = [(empty, f"archive_path: {empty} is a folder with no best.pt (give a weights file, or a run directory"),
+             (tmp_path / "none.pt", f"archive_path: file not found: {tmp_path / 'none.pt'} (paths are relative to"),
              (garbage, f"archive_path: {garbage}: not a multigrain checkpoint, or damaged"),
              (lstm, f"archive_path: {lstm}: holds no backbone weights"),
              (other, f"archive_path: {other}: its backbone does not fit this one: embeddings.word_embeddings.weight "

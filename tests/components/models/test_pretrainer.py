@@ -260,6 +260,14 @@ def test_a_missing_or_mismatching_checkpoint_is_one_error_naming_the_spec_path(c
     with pytest.raises(ConfigurationError, match=r"not a multigrain checkpoint"):
         Run(finetune_spec(corpus, run_dir, weights=tmp_path / "junk"), tmp_path / "d").train()
     assert not any((tmp_path / d).exists() and any((tmp_path / d).iterdir()) for d in "abcde")  # nothing written
+    from multigrain.components.pretrained import load_pretrained
+
+    (tmp_path / "empty").mkdir()  # past validation (a folder emptied since): the same words as the spec check's
+    for path, message in ((tmp_path / "gone.pt", f"pretrained: file not found: {tmp_path / 'gone.pt'} (paths are"),
+                          (tmp_path / "empty", f"pretrained: {tmp_path / 'empty'} is a folder with no best.pt")):
+        with pytest.raises(ConfigurationError) as raised:
+            load_pretrained(torch.nn.Linear(2, 2), str(path), "encoder.")
+        assert str(raised.value).startswith(message), str(raised.value)
 
 
 # ----------------------------------------------------------------------------- shipped specs
