@@ -230,7 +230,7 @@ class VocabularyConfig:
         """The vocabulary of ``directory`` (None without one); a missing or damaged file is a ConfigurationError."""
         if self.directory is None:
             return None
-        if not (Path(self.directory) / "vocabulary.json").is_file():
+        if not is_there(Path(self.directory) / "vocabulary.json", "file"):
             raise ConfigurationError(f"vocabulary.directory: {NO_VOCABULARY.format(self.directory)}")
         try:
             return Vocabulary.load(self.directory)
