@@ -212,5 +212,8 @@ def import_package(name: str, search_dir: str | None = None) -> None:
 def kind_of(kind: str) -> type[Registrable]:
     load_builtin()
     if kind not in KINDS:
-        raise ConfigurationError(unknown_name_message("registry kind", kind, list(KINDS), plugin_hint=False))
+        from multigrain.platform.errors import did_you_mean
+
+        raise ConfigurationError(f"unknown component kind {kind!r}{did_you_mean(kind, list(KINDS))}; "
+                                 f"the kinds: {', '.join(sorted(KINDS))}")
     return KINDS[kind]

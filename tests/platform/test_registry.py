@@ -119,6 +119,9 @@ def test_components_command_lists_names_classes_and_files():
     out = run_cli("components", "encoder")
     assert out.returncode == 0, out.stderr
     assert "bilstm" in out.stdout and "BiLstmEncoder" in out.stdout and "bilstm.py" in out.stdout
+    wrong = run_cli("components", "encoders")
+    assert wrong.returncode == 2 and wrong.stderr.startswith(
+        "error: unknown component kind 'encoders' (did you mean 'encoder'?); the kinds: encoder, head,"), wrong.stderr
 
 
 def test_a_broken_plugin_does_not_hide_the_others(monkeypatch):
