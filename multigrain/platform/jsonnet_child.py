@@ -26,22 +26,22 @@ from typing import Callable, Optional
 from multigrain.platform import lifeline
 
 
-def evaluate_here(path: str, ext_vars: dict, import_callback: Callable) -> tuple:
-    """The outcome of evaluating ``path`` in this process."""
+def evaluate_here(path: str, text: str, ext_vars: dict, import_callback: Callable) -> tuple:
+    """The outcome of evaluating ``text``, the file ``path``'s (its imports relative to its folder), in this process."""
     import _jsonnet
 
     try:
-        return ("ok", _jsonnet.evaluate_file(path, ext_vars=ext_vars, import_callback=import_callback))
+        return ("ok", _jsonnet.evaluate_snippet(path, text, ext_vars=ext_vars, import_callback=import_callback))
     except UnicodeDecodeError as e:
         return ("unicode", e.reason, e.start)
     except RuntimeError as e:
         return ("error", str(e))
 
 
-def evaluate(path: str, ext_vars: dict, import_callback: Callable, timeout: Optional[float]) -> tuple:
-    """The outcome of evaluating ``path`` in a child process given ``timeout`` seconds."""
+def evaluate(path: str, text: str, ext_vars: dict, import_callback: Callable, timeout: Optional[float]) -> tuple:
+    """The outcome of evaluating ``text``, the file ``path``'s, in a child process given ``timeout`` seconds."""
     if timeout is None or not hasattr(os, "fork"):
-        return evaluate_here(path, ext_vars, import_callback)
+        return evaluate_here(path, text, ext_vars, import_callback)
     import _jsonnet  # noqa: F401  (loaded before the fork: the child imports nothing)
 
     lifeline.prepare()
@@ -50,7 +50,7 @@ def evaluate(path: str, ext_vars: dict, import_callback: Callable, timeout: Opti
     pid = os.fork()
     if pid == 0:  # the child: never returns
         os.close(read_end)
-        _child(write_end, parent, path, ext_vars, import_callback, timeout)
+        _child(write_end, parent, path, text, ext_vars, import_callback, timeout)
     os.close(write_end)
     data = None
     try:
@@ -89,7 +89,8 @@ def _kill(pid: int) -> None:
         pass
 
 
-def _child(fd: int, parent: int, path: str, ext_vars: dict, import_callback: Callable, timeout: float) -> None:
+def _child(fd: int, parent: int, path: str, text: str, ext_vars: dict, import_callback: Callable,
+           timeout: float) -> None:
     code = 0
     try:
         try:
@@ -100,7 +101,7 @@ def _child(fd: int, parent: int, path: str, ext_vars: dict, import_callback: Cal
         lifeline.die_with_parent(parent)
         signal.alarm(math.ceil(timeout) + 5)
         try:
-            outcome = evaluate_here(path, ext_vars, import_callback)
+            outcome = evaluate_here(path, text, ext_vars, import_callback)
         except Exception as e:  # noqa: BLE001  (anything else the evaluator raises: one message)
             outcome = ("error", f"{type(e).__name__}: {e}")
         view = memoryview(json.dumps(outcome).encode("ascii"))

@@ -5,6 +5,8 @@ what such a path must give: first weights (a file, or a run directory's ``best.p
 files (a regular file, not a folder or a device), each with the one message that says why not."""
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 from typing import Optional
 
@@ -49,4 +51,25 @@ def input_problem(path: str | Path, what: str) -> Optional[str]:
         return f"an empty path (name a {what})"
     if is_there(path, "file"):
         return None
-    return f"{path}: not a {what} (a folder or a device)" if is_there(path) else f"{path}: no such {what}"
+    if is_there(path):
+        return f"{path}: not a {what} (a folder or a device)"
+    try:
+        os.stat(path)
+    except OSError as e:
+        if e.errno not in (errno.ENOENT, errno.ENOTDIR):  # a name too long to look up, a loop of links
+            return f"{shown_path(path)}: {e.strerror}"
+    except ValueError:  # a NUL byte
+        return f"{shown_path(path)}: not a valid path (it holds a NUL byte)"
+    return f"{path}: no such {what}"
+
+
+def short_path(path) -> str:
+    """``path`` as an error line shows it: whole up to 100 characters, else its first 60 and last 20."""
+    text = str(path)
+    return text if len(text) <= 100 else f"{text[:60]}...{text[-20:]}"
+
+
+def shown_path(path) -> str:
+    """``short_path``, with the length of a path it cut."""
+    text = str(path)
+    return short_path(text) + (f" ({len(text)} characters)" if len(text) > 100 else "")

@@ -18,11 +18,14 @@ def parse_ext_vars(pairs: list[str]) -> dict[str, str]:
     """``--ext-var NAME=VALUE`` pairs -> a dict; every malformed pair in one SpecError."""
     out, bad = {}, []
     for p in pairs or []:
-        if "=" not in p:
-            bad.append(Problem(f"--ext-var {p!r}", "expected NAME=VALUE", "argument"))
-            continue
-        k, v = p.split("=", 1)
-        out[k] = v
+        k, _, v = p.partition("=")
+        if "=" not in p or not k:
+            bad.append(Problem(f"--ext-var {p!r}", "expected NAME=VALUE" + ("" if "=" not in p else
+                                                                           " (the name is empty)"), "argument"))
+        elif k in out and out[k] != v:  # which one was meant is not for us to guess
+            bad.append(Problem(f"--ext-var {k}", f"given twice ({out[k]!r} and {v!r}); give it once", "argument"))
+        else:
+            out[k] = v
     if bad:
         raise SpecError(bad)
     return out
@@ -50,7 +53,10 @@ def _confined_imports(roots: list[Path]):
                                f"add one with --jsonnet-path DIR)")
         if not target.is_file():
             raise RuntimeError("no such file")
-        return str(target), target.read_bytes()
+        text = utf8_text(target.read_bytes())
+        if isinstance(text, Problem):
+            raise RuntimeError(text.message)
+        return str(target), text.encode("utf-8")
 
     return read
 
@@ -60,17 +66,23 @@ JSONNET_TIMEOUT = 30.0
 
 
 def evaluate_jsonnet(path: str | Path, ext_vars: dict[str, str] | None = None,
-                     jsonnet_paths: Sequence[str | Path] = (), timeout: float | None = JSONNET_TIMEOUT) -> dict:
-    """Evaluate a Jsonnet (or JSON) file with only the given ext vars visible, imports read only
-    from ``import_roots``, and at most ``timeout`` seconds (``None``: no limit): the evaluation runs
-    in a child process (``jsonnet_child``), killed when the time is up."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigurationError(f"{path}: spec file not found")
+                     jsonnet_paths: Sequence[str | Path] = (), timeout: float | None = JSONNET_TIMEOUT,
+                     what: str = "spec file") -> dict:
+    """Evaluate a Jsonnet (or JSON) file (``what``: "spec file", "suite file") with only the given
+    ext vars visible, imports read only from ``import_roots``, and at most ``timeout`` seconds
+    (``None``: no limit): the evaluation runs in a child process (``jsonnet_child``), killed when the
+    time is up. The file and its imports are read as UTF-8 (``utf8_text``)."""
     from multigrain.platform import jsonnet_child
+    from multigrain.platform.paths import input_problem
 
+    if problem := input_problem(path, what):
+        raise ConfigurationError(problem)
+    path = Path(path)
+    text = utf8_text(path.read_bytes())
+    if isinstance(text, Problem):
+        raise SpecError([text], str(path))
     roots = import_roots(path, jsonnet_paths)
-    outcome = jsonnet_child.evaluate(str(path), dict(ext_vars or {}), _confined_imports(roots), timeout)
+    outcome = jsonnet_child.evaluate(str(path), text, dict(ext_vars or {}), _confined_imports(roots), timeout)
     kind, detail = outcome[0], outcome[1:]
     if kind == "timeout":
         raise SpecError([Problem("", f"the Jsonnet evaluation took longer than {timeout:g} s and was stopped (an "
@@ -97,6 +109,19 @@ def evaluate_jsonnet(path: str | Path, ext_vars: dict[str, str] | None = None,
         raise SpecError([Problem("", f"the spec must evaluate to an object, got {type(spec).__name__}", "type")],
                         str(path))
     return spec
+
+
+def utf8_text(raw: bytes) -> str | Problem:
+    """A spec or imported file's text: UTF-8, a leading byte-order mark dropped (Windows editors write
+    one; Jsonnet cannot read it). Other bytes are a Problem naming the first bad one's line and column,
+    never replaced in silence (Jsonnet would read a GBK file's Chinese as U+FFFD)."""
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        column = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        return Problem("", f"not valid UTF-8 (byte 0x{raw[e.start]:02x} at line {line}, column {column}); save "
+                           f"the file as UTF-8", "jsonnet")
 
 
 def _given_instead(name: str, ext_vars: dict) -> str:

@@ -83,7 +83,7 @@ def load_suite(path: str | Path, jsonnet_paths: Sequence[str] = (), timeout: Opt
     """The suite file evaluated and its structure checked (every problem at once)."""
     from multigrain.platform.specs import evaluate_jsonnet
 
-    suite = evaluate_jsonnet(path, {}, jsonnet_paths, timeout)
+    suite = evaluate_jsonnet(path, {}, jsonnet_paths, timeout, what="suite file")
     problems = []
     entries = suite.get("entries")
     unknown = sorted(set(suite) - {"entries", "name", "description"})

@@ -274,7 +274,7 @@ def bad_suites(folder: Path) -> dict:
 
 
 @pytest.mark.parametrize("case, args, message", [
-    ("missing", [], "spec file not found"),
+    ("missing", [], "nope.json: no such suite file"),
     ("structure", [], "entries[0].seed: unknown key (did you mean 'seeds'?)"),
     ("spec", [], "entries[0].configs.a: tiny.json: override trainer.optimizer.lrr"),
     ("run_of", [], "runs that read other runs' directories (run_of) need multigrain suite: reader seed=13"),

@@ -116,6 +116,49 @@ def test_missing_ext_var(tmp_path):
             "spec does not read (") in misspelt
 
 
+def test_an_ext_var_with_no_name_or_given_twice_is_refused(tmp_path):
+    spec = "{ a: std.extVar('a') }"
+    assert "--ext-var '=1': expected NAME=VALUE (the name is empty)" in check(tmp_path, spec, extra=(
+        "--ext-var", "a=1", "--ext-var", "=1"))
+    assert "--ext-var a: given twice ('1' and '2'); give it once" in check(tmp_path, spec, extra=(
+        "--ext-var", "a=1", "--ext-var", "a=2"))
+
+
+def test_a_spec_path_that_is_no_spec_file_says_what_it_is(tmp_path):
+    import os
+
+    (tmp_path / "folder").mkdir()
+    for path, message in (("", "error: an empty path (name a spec file)"),
+                          (tmp_path / "folder", f"error: {tmp_path / 'folder'}: not a spec file (a folder or a device)"),
+                          (os.devnull, f"error: {os.devnull}: not a spec file (a folder or a device)"),
+                          (tmp_path / "none.jsonnet", f"error: {tmp_path / 'none.jsonnet'}: no such spec file")):
+        out = run_cli("validate", path, cwd=tmp_path)
+        assert out.returncode == 2 and out.stderr.strip() == message, out.stderr
+
+
+def test_spec_files_are_utf8_with_or_without_a_byte_order_mark(tmp_path):
+    """Windows editors start a UTF-8 file with a byte-order mark, which Jsonnet cannot lex: it is
+    dropped, in the spec and in what it imports. Other encodings are refused at the first bad byte,
+    never read with U+FFFD in place of their Chinese."""
+    from multigrain.platform.specs import load_spec
+
+    plain = dict(good_spec(), description="简历")
+    (tmp_path / "lib.libsonnet").write_bytes(b"\xef\xbb\xbf" + json.dumps(plain, ensure_ascii=False).encode())
+    (tmp_path / "bom.json").write_bytes(b"\xef\xbb\xbf" + json.dumps(plain, ensure_ascii=False).encode())
+    (tmp_path / "imports.jsonnet").write_text("import 'lib.libsonnet'", encoding="utf-8")
+    assert load_spec(tmp_path / "bom.json") == load_spec(tmp_path / "imports.jsonnet") == plain
+    gbk = json.dumps(plain, ensure_ascii=False).replace("简历", "\n" + "简历").encode("gbk")
+    (tmp_path / "gbk.json").write_bytes(gbk)
+    stderr = run_cli("validate", tmp_path / "gbk.json").stderr
+    assert f"{tmp_path / 'gbk.json'}: 1 error in spec:\n  not valid UTF-8 (byte 0xbc at line 2, column 1); save the " \
+           f"file as UTF-8" in stderr
+    (tmp_path / "gbk.libsonnet").write_bytes(gbk)
+    (tmp_path / "imports_gbk.jsonnet").write_text("import 'gbk.libsonnet'", encoding="utf-8")
+    out = run_cli("validate", tmp_path / "imports_gbk.jsonnet")
+    assert out.returncode == 2 and ('couldn\'t open import "gbk.libsonnet": not valid UTF-8 (byte 0xbc at line 2, '
+                                    'column 1)') in out.stderr, out.stderr
+
+
 def test_environment_is_not_visible(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME_SECRET", "x")
     check(tmp_path, "{ a: std.extVar('HOME_SECRET') }", "missing ext var 'HOME_SECRET'")

@@ -36,7 +36,7 @@ def device(text: str) -> str:
 
 
 def _error(option: str, path, why: str):
-    from multigrain.platform.commands.common import short_path
+    from multigrain.platform.paths import short_path
     from multigrain.platform.errors import ConfigurationError
 
     return ConfigurationError(f"{option} {short_path(path)}: {why}")

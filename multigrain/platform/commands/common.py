@@ -228,18 +228,12 @@ def report_path_error(error: OSError) -> bool:
     import errno
     import sys
 
+    from multigrain.platform.paths import shown_path
+
     if error.errno != errno.ENAMETOOLONG:
         return False
-    name = str(error.filename or "")
-    shown = short_path(name) + (f" ({len(name)} characters)" if len(name) > 100 else "")
-    print(f"error: {shown}: {error.strerror or 'file name too long'}", file=sys.stderr)
+    print(f"error: {shown_path(error.filename or '')}: {error.strerror or 'file name too long'}", file=sys.stderr)
     return True
-
-
-def short_path(path) -> str:
-    """``path`` as an error line shows it: whole up to 100 characters, else its first 60 and last 20."""
-    text = str(path)
-    return text if len(text) <= 100 else f"{text[:60]}...{text[-20:]}"
 
 
 def to_devnull(stream) -> None:
