@@ -150,6 +150,25 @@ def parse_override(text: str) -> tuple[str, Any]:
     return key, value
 
 
+def repeated_overrides(overrides: Sequence[str]) -> list[Problem]:
+    """A key that the command line's ``-o`` sets twice to different values (``+KEY`` and ``KEY`` are
+    one key): which one was meant is not for us to guess. (A suite layers its entry's, configuration's
+    and rehearsal's overrides on purpose: ``apply_overrides`` lets a later one win.)"""
+    seen: dict[str, Any] = {}
+    problems = []
+    for text in overrides:
+        try:
+            key, value = parse_override(text)
+        except SpecError:
+            continue  # apply_overrides reports it
+        key = key.lstrip("+")
+        if key in seen and seen[key] != value:
+            problems.append(Problem(f"override {key}", f"given twice ({json.dumps(seen[key])} and {json.dumps(value)});"
+                                                       f" give it once", "override"))
+        seen.setdefault(key, value)
+    return problems
+
+
 def apply_overrides(spec: dict, overrides: list[str]) -> dict:
     """``-o trainer.optimizer.lr=0.01``: each key must already exist in the spec. ``-o +KEY=VALUE``
     (Hydra's convention) adds a key that does not exist yet, in an object that does."""

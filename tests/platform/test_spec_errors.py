@@ -173,6 +173,17 @@ def test_bad_override_key(tmp_path):
     assert "did you mean 'optimizer'" in out.stderr
 
 
+def test_an_override_given_twice_with_two_values_is_refused(tmp_path):
+    spec = good_spec()
+    for extra in (("-o", "trainer.optimizer.lr=0.1", "-o", "trainer.optimizer.lr=0.2"),
+                  ("-o", "+trainer.optimizer.eps=0.1", "-o", "trainer.optimizer.eps=0.2")):
+        key = extra[1].split("=")[0].lstrip("+")
+        check(tmp_path, spec, f"override {key}: given twice (0.1 and 0.2); give it once", cmd="train", extra=extra)
+    path = tmp_path / "spec.jsonnet"  # the same value twice says nothing new: accepted
+    out = run_cli("validate", path, "-o", "trainer.optimizer.lr=0.1", "-o", "trainer.optimizer.lr=0.1", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+
+
 def test_malformed_override(tmp_path):
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(good_spec()))

@@ -33,8 +33,11 @@ def add_reader_arg(parser: argparse.ArgumentParser) -> None:
 
 def load_spec_args(args) -> dict:
     """The resolved spec named by ``add_spec_args``' arguments (not yet validated)."""
-    from multigrain.platform.specs import load_spec, parse_ext_vars
+    from multigrain.platform.errors import SpecError
+    from multigrain.platform.specs import load_spec, parse_ext_vars, repeated_overrides
 
+    if problems := repeated_overrides(args.override or []):
+        raise SpecError(problems, str(args.spec))
     return load_spec(args.spec, args.override, parse_ext_vars(args.ext_var), args.jsonnet_path,
                      getattr(args, "jsonnet_timeout", JSONNET_TIMEOUT))
 
