@@ -7,9 +7,12 @@ minutes of MLflow's retries and a traceback:
   not ``SQLite format 3\\0``: never written over; an empty file is a new store, as SQLite itself
   takes it), or whose folder is missing;
 - an HTTP store where nothing answers (one TCP connection with a short timeout); MLflow's HTTP
-  retries are also kept short in this process (``HTTP_DEFAULTS``) unless the user set them.
+  retries are also kept short in this process (``HTTP_DEFAULTS``) unless the user set them;
+- a database URI whose driver is not installed (SQLAlchemy's dialect names it), or where nothing
+  answers;
+- a file store (a folder), which MLflow 3.17 refuses unless ``MLFLOW_ALLOW_FILE_STORE`` is true.
 
-Imports no MLflow."""
+Imports no MLflow (SQLAlchemy, for a database URI only)."""
 from __future__ import annotations
 
 import os
@@ -23,6 +26,8 @@ from multigrain.platform.errors import ConfigurationError
 SQLITE_HEADER = b"SQLite format 3\x00"
 #: the stores MLflow 3 opens (a database scheme may name its driver: ``postgresql+psycopg2``)
 SCHEMES = ("sqlite", "http", "https", "file", "postgresql", "mysql", "mssql", "databricks", "databricks-uc", "uc")
+#: the port of a database URI that names none (SQLAlchemy's dialects' defaults)
+DATABASE_PORTS = {"postgresql": 5432, "mysql": 3306, "mssql": 1433}
 #: seconds the HTTP check waits for a connection
 CONNECT_TIMEOUT = 3.0
 #: MLflow's HTTP client settings for our processes (its defaults retry for minutes: 7 retries,
@@ -82,6 +87,30 @@ def http_problem(uri: str, timeout: float = CONNECT_TIMEOUT) -> Optional[str]:
         port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
     except ValueError as e:
         return f"bad port ({e})"
+    return connect_problem(host, port, timeout)
+
+
+def database_problem(uri: str, timeout: float = CONNECT_TIMEOUT) -> Optional[str]:
+    """Why the database store ``uri`` (``postgresql://``, ``mysql+DRIVER://``, ...) cannot be opened
+    here: a driver that is not installed, no host, or nothing answering (None: a connection opened)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    try:
+        url = make_url(uri)
+        url.get_dialect().import_dbapi()
+    except ModuleNotFoundError as e:
+        return (f"its database driver {e.name!r} is not installed here (pip install it, or name an installed "
+                f"one: {url.get_backend_name()}+DRIVER://...)")
+    except (ArgumentError, NoSuchModuleError, ValueError) as e:
+        return f"not a database URI SQLAlchemy knows ({e})"
+    if not url.host:
+        return f"no host in the URI (expected {url.get_backend_name()}://USER@HOST:PORT/DATABASE)"
+    return connect_problem(url.host, url.port or DATABASE_PORTS.get(url.get_backend_name(), 0), timeout)
+
+
+def connect_problem(host: str, port: int, timeout: float = CONNECT_TIMEOUT) -> Optional[str]:
+    """Why no TCP connection opens to ``host:port`` within ``timeout`` seconds (None: one did)."""
     try:
         with socket.create_connection((host, port), timeout=timeout):
             return None
@@ -123,7 +152,17 @@ def check_store(uri: str) -> None:
             if why:
                 fail(why)
             _HTTP_CHECKED.add(uri)
+    elif scheme in DATABASE_PORTS and uri not in _HTTP_CHECKED:
+        why = database_problem(uri)
+        if why:
+            fail(why)
+        _HTTP_CHECKED.add(uri)
     elif scheme == "file":
         folder = Path(urllib.parse.urlparse(uri).path if uri.lower().startswith("file:") else uri)
         if folder.exists() and not folder.is_dir():
-            fail(f"{folder} is a file; a file store is a folder")
+            sqlite = "" if sqlite_problem(folder) else f" (a SQLite store is sqlite:///{folder})"
+            fail(f"{folder} is a file; a file store is a folder{sqlite}")
+        if os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() not in ("true", "1"):
+            fail("a file store (a folder), which MLflow 3.17 keeps in maintenance mode and refuses: use "
+                 "sqlite:///PATH (`mlflow migrate-filestore` moves an existing one there), or set "
+                 "MLFLOW_ALLOW_FILE_STORE=true")

@@ -262,6 +262,30 @@ def test_a_tracking_uri_that_is_no_store_fails_within_seconds(layout):
     assert (tmp / "notes.txt").read_text(encoding="utf-8") == "some notes\n" * 50
 
 
+def test_a_file_store_or_a_database_without_its_driver_is_one_line_not_mlflows_traceback(layout, capsys,
+                                                                                        monkeypatch):
+    tmp, _ = layout
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    (tmp / "fs").mkdir()
+    (tmp / "sqlite.db").write_bytes(b"")
+    refused = "a file store (a folder), which MLflow 3.17 keeps in maintenance mode and refuses: use sqlite:///PATH"
+    cases = [(f"file://{tmp / 'fs'}", refused), (str(tmp / "fs"), refused),
+             (str(tmp / "sqlite.db"), f"{tmp / 'sqlite.db'} is a file; a file store is a folder (a SQLite store is "
+                                      f"sqlite:///{tmp / 'sqlite.db'})"),
+             ("postgresql+nosuchdriver://u@127.0.0.1/db", "not a database URI SQLAlchemy knows (")]
+    import importlib.util
+
+    if importlib.util.find_spec("pymysql") is None:
+        cases.append(("mysql+pymysql://u@127.0.0.1/db", "its database driver 'pymysql' is not installed here (pip "
+                                                         "install it, or name an installed one: mysql+DRIVER://...)"))
+    for uri, why in cases:
+        code, out, err = cli(capsys, "leaderboard", "--all", "--tracking-uri", uri)
+        assert code == 2 and out == "" and err.startswith(f"error: tracking URI {uri}: {why}") and len(err.strip().splitlines()) == 1, err
+    assert sorted(p.name for p in (tmp / "fs").iterdir()) == []  # nothing made in the folder
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # the user's way out, as MLflow's message gives it
+    assert cli(capsys, "leaderboard", "--all", "--tracking-uri", str(tmp / "fs"))[0] == 0
+
+
 def test_train_checks_the_store_before_the_first_batch(layout, capsys, monkeypatch):
     tmp, _ = layout
     train = copy_sentences(DATA / "resume_ner" / "dev.char.bmes", tmp / "train.bmes", 8)
