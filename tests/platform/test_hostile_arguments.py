@@ -284,6 +284,16 @@ def test_jsonnet_timeout_must_be_a_positive_number_of_seconds(capsys, value):
     assert exit_.value.code == 2 and "--jsonnet-timeout: expected a number of seconds" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("command", ["validate", "train", "suite", "quickstart"])
+def test_a_jsonnet_path_that_is_no_folder_is_refused(tmp_path, capsys, command):
+    (tmp_path / "file").write_text("x")
+    for value, why in (("", "an empty path (name a folder)"), (str(tmp_path / "none"), f"{tmp_path / 'none'}: no such "
+                       f"folder"), (str(tmp_path / "file"), f"{tmp_path / 'file'}: not a folder")):
+        with pytest.raises(SystemExit) as exit_:
+            main([command, str(SPEC_FILE), "--jsonnet-path", value])
+        assert exit_.value.code == 2 and f"argument --jsonnet-path: {why}" in capsys.readouterr().err
+
+
 def test_the_child_evaluates_exactly_as_before(tmp_path):
     from multigrain.platform.commands.common import JSONNET_TIMEOUT
     from multigrain.platform.specs import JSONNET_TIMEOUT as SPECS_TIMEOUT

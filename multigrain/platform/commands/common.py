@@ -16,7 +16,7 @@ def add_spec_args(parser: argparse.ArgumentParser) -> None:
                         help="override one spec value (JSON, or a bare string); the key must exist: -o +KEY.PATH=VALUE adds a new key")
     parser.add_argument("--ext-var", action="append", default=[], metavar="NAME=VALUE",
                         help="a Jsonnet external variable (only these are visible to the spec)")
-    parser.add_argument("--jsonnet-path", action="append", default=[], metavar="DIR",
+    parser.add_argument("--jsonnet-path", action="append", default=[], metavar="DIR", type=folder,
                         help="a folder the spec's imports may read besides its own folder and jsonnet_configs/")
     parser.add_argument("--jsonnet-timeout", type=seconds, default=JSONNET_TIMEOUT, metavar="SECONDS",
                         help=f"stop evaluating the spec's Jsonnet after this long (an endless recursion, a huge "
@@ -60,6 +60,17 @@ def positive_int(text: str) -> int:
     if value > MAX_COUNT:
         raise argparse.ArgumentTypeError(f"expected at most {MAX_COUNT}, got {value}")
     return value
+
+
+def folder(text: str) -> str:
+    """argparse type of a folder that must be there (``--jsonnet-path``)."""
+    import os
+
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path (name a folder)")
+    if not os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text}: " + ("not a folder" if os.path.exists(text) else "no such folder"))
+    return text
 
 
 def seconds(text: str) -> float:

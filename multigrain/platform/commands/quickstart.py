@@ -8,12 +8,12 @@ QUICKSTART_SPECS = ["jsonnet_configs/ner/resume_quickstart.jsonnet"]
 
 
 def register(sub) -> None:
-    from multigrain.platform.commands.common import JSONNET_TIMEOUT, seconds
+    from multigrain.platform.commands.common import JSONNET_TIMEOUT, folder, seconds
 
     p = sub.add_parser("quickstart", help="train the quickstart spec(s) and print the leaderboard (make run)")
     p.add_argument("specs", nargs="*")
     p.add_argument("-o", "--override", action="append", default=[])
-    p.add_argument("--jsonnet-path", action="append", default=[], metavar="DIR",
+    p.add_argument("--jsonnet-path", action="append", default=[], metavar="DIR", type=folder,
                    help="a folder the specs' imports may read besides their own folder and jsonnet_configs/")
     p.add_argument("--jsonnet-timeout", type=seconds, default=JSONNET_TIMEOUT, metavar="SECONDS",
                    help=f"stop evaluating a spec's Jsonnet after this long (default {JSONNET_TIMEOUT:g})")

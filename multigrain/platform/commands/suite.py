@@ -9,7 +9,7 @@ DEFAULT_BOARD = "benchmarks/results/leaderboard.json"
 
 
 def register(subparsers) -> None:
-    from multigrain.platform.commands.common import JSONNET_TIMEOUT, positive_int, seconds
+    from multigrain.platform.commands.common import JSONNET_TIMEOUT, folder, positive_int, seconds
     from multigrain.platform.commands.interrupt import with_sigterm
 
     p: argparse.ArgumentParser = subparsers.add_parser(
@@ -37,7 +37,7 @@ def register(subparsers) -> None:
     p.add_argument("--max-retries", type=int, default=2, help="retries of a run whose worker died (default 2)")
     p.add_argument("--tracking-uri")
     p.add_argument("--no-tracking", action="store_true")
-    p.add_argument("--jsonnet-path", action="append", default=[], metavar="DIR")
+    p.add_argument("--jsonnet-path", action="append", default=[], metavar="DIR", type=folder)
     p.add_argument("--jsonnet-timeout", type=seconds, default=JSONNET_TIMEOUT, metavar="SECONDS")
     p.set_defaults(func=with_sigterm(cmd_suite))
 
