@@ -82,7 +82,8 @@ class CharTagReader(FileReader):
             if len(columns) != 2 or not columns[0] or not columns[1]:
                 raise DataError(
                     path, number,
-                    f"expected 2 columns (character {self.separator_name} tag), found {_columns(columns)}",
+                    f"expected 2 columns (character {self.separator_name} tag), found {_columns(columns)}"
+                    f"{_other_separator(line, self.separator)}",
                 )
             chars.append(self._char(path, number, columns[0]))
             tags.append(self._tag(path, number, columns[1]))
@@ -250,6 +251,16 @@ def _columns(columns: list[str]) -> str:
     if len(columns) != 2:
         return f"{len(columns)} column{'s' if len(columns) != 1 else ''}"
     return "an empty character" if not columns[0] else "an empty tag"
+
+
+def _other_separator(line: str, separator: str) -> str:
+    """A hint when the line's columns are split by the other separator (a TAB-separated file read by
+    a SPACE reader, or the converse)."""
+    names = {" ": "SPACE", "\t": "TAB"}
+    other = "\t" if separator == " " else " "
+    if other not in line.strip():
+        return ""
+    return f" (the line holds a {names[other]}; this reader's columns are separated by one {names[separator]})"
 
 
 def _chunk(chunk: str, line: str) -> str:

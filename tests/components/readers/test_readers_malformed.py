@@ -66,6 +66,13 @@ def test_bmes_bad_column_count(tmp_path):
 def test_bmes_char_without_tag_is_a_count_mismatch(tmp_path):
     path = write(tmp_path, "a.bmes", "中 B-ORG\n国\n")
     assert_error(ResumeNerReader(), path, 2, "expected 2 columns (character SPACE tag)", "found 1")
+    assert "holds a TAB" not in str(error_of(ResumeNerReader(), path))
+
+
+def test_a_tab_separated_file_read_as_bmes_says_which_separator_it_holds(tmp_path):
+    path = write(tmp_path, "a.bmes", "中\tB-ORG\n国\tE-ORG\n")
+    assert_error(ResumeNerReader(), path, 1, "found 1 column (the line holds a TAB; this reader's columns are "
+                                             "separated by one SPACE)")
 
 
 def test_bmes_unknown_tag(tmp_path):
@@ -125,7 +132,8 @@ def test_weibo_tokens_tags_and_entity_kinds(tmp_path):
     [("张0\tB-PER\n", ["unknown tag 'B-PER'", ".NAM or .NOM"]),
      ("张0\tS-PER.NAM\n", ["unknown tag 'S-PER.NAM'"]),
      ("张\tO\n", ["expected a character followed by its position digit", "'张'"]),
-     ("张0 O\n", ["expected 2 columns (character TAB tag)", "found 1"])],
+     ("张0 O\n", ["expected 2 columns (character TAB tag)", "found 1 column (the line holds a SPACE; this reader's "
+                                                         "columns are separated by one TAB)"])],
 )
 def test_weibo_malformed_lines(tmp_path, line, phrases):
     path = write(tmp_path, "w.conll", "好0\tO\n" + line)
