@@ -240,6 +240,28 @@ def test_a_run_directory_that_cannot_be_one_is_refused_before_training(tmp_path,
     assert sorted(p.name for p in tmp_path.iterdir()) == before and (tmp_path / "a_file").read_text() == "x"
 
 
+@pytest.mark.parametrize("command", ["suite", "sweep"])
+def test_a_runs_folder_that_cannot_hold_runs_is_refused_before_ray_starts(tmp_path, capsys, monkeypatch, command):
+    import ray
+
+    monkeypatch.setattr(ray, "init", lambda *a, **k: pytest.fail("Ray started"))
+    spec = write_spec(tmp_path, resume_tagger_spec(tmp_path / "data"))
+    suite = tmp_path / "suite.json"
+    suite.write_text(f'{{"entries": [{{"spec": "{spec}", "seeds": [13]}}]}}', encoding="utf-8")
+    option, target = ("--runs-dir", suite) if command == "suite" else ("--runs-root", spec)
+    (tmp_path / "a_file").write_text("x")
+    for value, message in (("", f"error: {option}: an empty path (name a folder, or leave the option out)"),
+                           (tmp_path / "a_file", f"{tmp_path / 'a_file'} is a file, not a folder (a run directory of "
+                                                 f"{option} {tmp_path / 'a_file'})")):
+        code = main([command, str(target), option, str(value), "--tracking-uri", f"sqlite:///{tmp_path / 'm.db'}"])
+        err = capsys.readouterr().err
+        assert code == 2 and message in err and err.count("\n") == 1, err
+    with pytest.raises(SystemExit) as exit_:
+        main([command, str(target), "--max-retries", "-1"])
+    assert exit_.value.code == 2 and "--max-retries: expected at least 0, got -1" in capsys.readouterr().err
+    assert (tmp_path / "a_file").read_text() == "x" and not (tmp_path / "m.db").exists()
+
+
 def test_a_run_directory_in_a_read_only_folder_is_refused(tmp_path, capsys):
     if os.geteuid() == 0:
         pytest.skip("root writes in a read-only folder")

@@ -106,4 +106,5 @@ def _plain_warnings() -> None:
 
     warnings.formatwarning = formatwarning
     # mlflow 3.17's PromptModelConfig under pydantic 2.9: a library's note to its authors, on every import of mlflow
-    warnings.filterwarnings("ignore", message='Field "model_name" in PromptModelConfig has conflict', category=UserWarning)
+    warnings.filterwarnings("ignore", message='Field "model_name" in PromptModelConfig has conflict',
+                            category=UserWarning)

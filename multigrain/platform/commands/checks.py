@@ -96,3 +96,18 @@ def check_run_dir(path, option: str = "-s") -> None:
     except OSError as e:
         raise _error(option, path, f"cannot make folders in {here} ({e.strerror or e}); choose a folder you can "
                                    f"write in") from None
+
+
+def check_runs_root(root: str, run_dirs, option: str) -> None:
+    """``--runs-dir``/``--runs-root`` and the run directories planned under it, refused before Ray
+    starts as ``check_run_dir`` refuses ``-s`` (a file in the way, a place that cannot be written,
+    names too long); an empty root too (an unset shell variable, not the working directory)."""
+    from multigrain.platform.errors import ConfigurationError
+
+    if not str(root):
+        raise ConfigurationError(f"{option}: an empty path (name a folder, or leave the option out)")
+    for run_dir in dict.fromkeys(map(str, run_dirs)):
+        try:
+            check_run_dir(run_dir, option)
+        except ConfigurationError as e:
+            raise ConfigurationError(f"{e} (a run directory of {option} {root})") from None

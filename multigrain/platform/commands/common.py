@@ -51,12 +51,21 @@ def spec_stem(path: str) -> str:
 
 def positive_int(text: str) -> int:
     """argparse type of a count that must be at least 1 (``--batch-size``)."""
+    return _count(text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type of a count that may be 0 (``--max-retries``)."""
+    return _count(text, 0)
+
+
+def _count(text: str, least: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1, got {value}")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"expected at least {least}, got {value}")
     if value > MAX_COUNT:
         raise argparse.ArgumentTypeError(f"expected at most {MAX_COUNT}, got {value}")
     return value

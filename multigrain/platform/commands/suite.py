@@ -9,7 +9,7 @@ DEFAULT_BOARD = "benchmarks/results/leaderboard.json"
 
 
 def register(subparsers) -> None:
-    from multigrain.platform.commands.common import JSONNET_TIMEOUT, folder, positive_int, seconds
+    from multigrain.platform.commands.common import JSONNET_TIMEOUT, folder, non_negative_int, positive_int, seconds
     from multigrain.platform.commands.interrupt import with_sigterm
 
     p: argparse.ArgumentParser = subparsers.add_parser(
@@ -34,7 +34,8 @@ def register(subparsers) -> None:
     p.add_argument("--num-gpus", type=float, metavar="N",
                    help="GPUs of the local Ray (default: those it finds); on a machine without one, N "
                         "logical GPUs let entries that ask for a GPU fraction run on the CPU (a rehearsal)")
-    p.add_argument("--max-retries", type=int, default=2, help="retries of a run whose worker died (default 2)")
+    p.add_argument("--max-retries", type=non_negative_int, default=2,
+                   help="retries of a run whose worker died (default 2)")
     p.add_argument("--tracking-uri")
     p.add_argument("--no-tracking", action="store_true")
     p.add_argument("--jsonnet-path", action="append", default=[], metavar="DIR", type=folder)
@@ -63,7 +64,10 @@ def cmd_suite(args) -> int:
         print("\n".join(lines))
         return 0
     print(lines[-1], flush=True)
+    from multigrain.platform.commands.checks import check_runs_root
     from multigrain.platform.ray.suite import reuse_finished, run_suite
+
+    check_runs_root(args.runs_dir, [r.run_dir for r in runs], "--runs-dir")
 
     outcome = reuse_finished(runs, args.tracking_uri, not args.no_tracking, lambda line: print(line, flush=True))
     if len(outcome) == len(runs):

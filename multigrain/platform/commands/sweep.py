@@ -5,7 +5,7 @@ import argparse
 
 
 def register(subparsers) -> None:
-    from multigrain.platform.commands.common import add_spec_args
+    from multigrain.platform.commands.common import add_spec_args, non_negative_int
     from multigrain.platform.commands.interrupt import with_sigterm
 
     p = subparsers.add_parser("sweep", help="run a grid x seeds of a spec as Ray tasks; rank the grid points",
@@ -26,7 +26,8 @@ def register(subparsers) -> None:
                         "the same as --resources '{\"num_gpus\": F}'")
     p.add_argument("--resume", action="store_true",
                    help="skip trials whose spec hash has a FINISHED run in MLflow; continue the others")
-    p.add_argument("--max-retries", type=int, default=2, help="retries of a trial whose worker dies (default 2)")
+    p.add_argument("--max-retries", type=non_negative_int, default=2,
+                   help="retries of a trial whose worker dies (default 2)")
     p.add_argument("--runs-root", default="runs/sweeps", help="trial run dirs: RUNS_ROOT/<spec name>/<hash8>")
     p.add_argument("--tracking-uri", help="MLflow tracking URI (default sqlite:///mlruns.db)")
     p.set_defaults(func=with_sigterm(cmd_sweep))
@@ -36,6 +37,7 @@ def cmd_sweep(args) -> int:
     import json
     import sys
 
+    from multigrain.platform.commands.checks import check_runs_root
     from multigrain.platform.commands.common import load_spec_args, spec_stem
     from multigrain.platform.ray.cluster import check_reachable
     from multigrain.platform.ray.sweep import expand_sweep, plan_trials, validate_trials
@@ -50,6 +52,7 @@ def cmd_sweep(args) -> int:
     spec = load_spec_args(args)
     trials = expand_sweep(spec, grid, args.seeds, spec_stem(args.spec), args.runs_root)
     validate_trials(trials, args.spec)
+    check_runs_root(args.runs_root, [t.run_dir for t in trials], "--runs-root")
     plan_trials(trials, resume=args.resume, uri=args.tracking_uri)
     todo = [t for t in trials if t.state == "PENDING"]
     from rich.console import Console
