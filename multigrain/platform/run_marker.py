@@ -37,6 +37,12 @@ EARLY = {"config.json", "spec_hash", VOCABULARY, FOLDER, "tracking.json", "best.
 _OURS = {*PLATFORM_FILES, VOCABULARY, FOLDER, MARKER}
 
 
+def own_paths(run_dir: str | Path) -> list[Path]:
+    """What the platform keeps in a run directory (files and folders): an output written over one of
+    them would damage the run; any other name there is the user's."""
+    return [Path(run_dir) / name for name in sorted(_OURS)]
+
+
 def marked(run_dir: Path) -> bool:
     return (Path(run_dir) / MARKER).is_file()
 

@@ -360,6 +360,47 @@ def test_an_output_path_that_cannot_be_a_file_is_refused_before_any_work(run_dir
     assert only(folder) == ["keep.txt", "o.json"] and (folder / "o.json").stat().st_mode & 0o777 == 0o666 & ~_umask()
 
 
+def test_an_output_path_that_would_replace_what_the_command_reads_is_refused(run_dir, tmp_path, capsys):
+    """``--output-file`` naming the input, the data file (through a link too) or what the platform
+    keeps in the run directory would overwrite it with predictions or metrics; the user's own files
+    in the run directory stay theirs to write."""
+    data = tmp_path / "train.bmes"
+    data.write_bytes((run_dir.parent / "train.bmes").read_bytes())
+    (tmp_path / "link.bmes").symlink_to(data)
+    lines = write(tmp_path / "in.jsonl", '{"text": "张三"}\n')
+    kept = {p: p.read_bytes() for p in (data, lines, run_dir / "metrics.json", run_dir / "best.pt")}
+    for command, source, output, phrase in (
+            ("predict", lines, lines, "is the input file"),
+            ("evaluate", data, tmp_path / "link.bmes", "is the data file"),
+            ("evaluate", data, run_dir / "metrics.json", f"is the run {run_dir}'s metrics.json"),
+            ("predict", lines, run_dir / "best.pt", f"is the run {run_dir}'s best.pt"),
+            ("predict", lines, run_dir / "vocabulary" / "new.txt", f"is inside the run {run_dir}'s vocabulary")):
+        refused(*cli(capsys, command, run_dir, source, "--output-file", output),
+                f"--output-file {output}: {phrase}; writing the output there could damage it (give another file name)")
+    assert {p: p.read_bytes() for p in kept} == kept and not (run_dir / "vocabulary" / "new.txt").exists()
+    for _ in range(2):  # a file of the user's own beside the run's: written, and written again
+        assert main(["predict", str(run_dir), str(lines), "--output-file", str(run_dir / "predictions.jsonl")]) == 0
+    (run_dir / "predictions.jsonl").unlink()
+    capsys.readouterr()
+
+
+def test_an_export_or_plot_over_the_tracking_store_is_refused(tmp_path, capsys):
+    store = tmp_path / "m.db"
+    board = write(tmp_path / "board.json", json.dumps({"format": "multigrain-leaderboard", "version": 1, "runs": []}))
+    assert main(["leaderboard", "--import", str(board), "--tracking-uri", f"sqlite:///{store}"]) == 0
+    capsys.readouterr()
+    before = store.read_bytes()
+    for args, option in ((["leaderboard", "--all", "--export", store], "--export"),
+                         (["compare", "abcdef", "--plot", store], "--plot"),
+                         (["leaderboard", "--all", "--import", board, "--export", board], "--export")):
+        code, err = cli(capsys, *args, "--tracking-uri", f"sqlite:///{store}")
+        what = "the file --import reads" if board in args[-2:] else "the tracking store"
+        refused(code, err, f"{option} {args[-1]}: is {what}; writing the output there could damage it")
+    assert store.read_bytes() == before and board.read_text(encoding="utf-8").startswith('{"format"')
+    refused(*cli(capsys, "leaderboard", "--import", board, "--export", tmp_path / "e.json", "--tracking-uri",
+                 f"sqlite:///{store}"), "--export: give a TASK or --all too (what to export)")  # not ignored
+
+
 def test_compare_refuses_a_plot_path_that_cannot_be_a_file(tmp_path, capsys):
     refused(*cli(capsys, "compare", "a", "b", "--plot", tmp_path, "--tracking-uri", f"sqlite:///{tmp_path}/no.db"),
             f"--plot {tmp_path}: is a folder")

@@ -104,12 +104,13 @@ class AtomicOutput:
     the path; nothing is left behind. An existing path that is no regular file (``/dev/null``, a
     pipe) is written straight to, never replaced."""
 
-    def __init__(self, path, option: str = "--output-file"):
+    def __init__(self, path, option: str = "--output-file", keep: dict | None = None):
         self.path = None if path is None else str(path)
         self.option = option
+        self.keep = keep or {}  # what the command reads, never replaced (``check_output_path``)
         self.tmp = None
         if self.path is not None:
-            check_output_path(self.path, option)
+            check_output_path(self.path, option, self.keep)
 
     def __enter__(self):
         import os
@@ -119,7 +120,7 @@ class AtomicOutput:
         if self.path is None:
             self.file = sys.stdout
             return self.file
-        check_output_path(self.path, self.option)  # again: the folder may have gone while the command worked
+        check_output_path(self.path, self.option, self.keep)  # again: the folder may have gone meanwhile
         target = os.path.realpath(self.path)  # through a link, as a shell's > would
         if os.path.exists(target) and not os.path.isfile(target):
             self.file = _Checked(self._open(os.open(target, os.O_WRONLY | os.O_TRUNC)), self.path)
@@ -187,13 +188,16 @@ class _Checked:
         self._file.close()
 
 
-def check_output_path(path: str, option: str = "--output-file") -> None:
+def check_output_path(path: str, option: str = "--output-file", keep: dict | None = None) -> None:
     """Refuse, as a ConfigurationError naming ``option``, an output path that cannot become a file:
-    one naming a folder, in a folder that does not exist (or is a file), or that we may not write in."""
+    one naming a folder, in a folder that does not exist (or is a file), or that we may not write in;
+    and one that would replace what the command reads (``keep``: path -> what it is, e.g. the data
+    file, the tracking store; a folder: every file in it, e.g. the run directory)."""
     import os
 
     from multigrain.platform.errors import ConfigurationError
 
+    refuse_replacing(path, option, keep or {})
     target = os.path.realpath(path)
     folder = os.path.dirname(target) or "."
     if os.path.isdir(target):
@@ -207,6 +211,47 @@ def check_output_path(path: str, option: str = "--output-file") -> None:
             raise ConfigurationError(f"{option} {path}: not writable")
     elif not os.access(folder, os.W_OK | os.X_OK):
         raise ConfigurationError(f"{option} {path}: no permission to write in {os.path.dirname(path) or folder}")
+
+
+def refuse_replacing(path: str, option: str, keep: dict) -> None:
+    """A ConfigurationError naming ``option`` when writing ``path`` would replace what of ``keep`` the
+    command reads (``replaced_input``)."""
+    from multigrain.platform.errors import ConfigurationError
+
+    if replaced := replaced_input(path, keep):
+        raise ConfigurationError(f"{option} {path}: {replaced}; writing the output there could damage it (give "
+                                 f"another file name)")
+
+
+def run_paths_kept(run_dir: str) -> dict:
+    """``keep`` of ``check_output_path`` for a run directory: what the platform keeps there
+    (``run_marker.own_paths``), each named; the user's own files there are not in it."""
+    from multigrain.platform.run_marker import own_paths
+
+    return {path: f"the run {run_dir}'s {path.name}" for path in own_paths(run_dir)}
+
+
+def replaced_input(path: str, keep: dict) -> str | None:
+    """What of ``keep`` (path -> description) writing the file ``path`` would replace: ``"is <it>"``
+    for the same file (through links too), ``"is inside <it>"`` for any path in a kept folder; None
+    when nothing."""
+    import os
+
+    target = os.path.realpath(path)
+    for kept, what in keep.items():
+        if kept is None or not str(kept):
+            continue
+        real = os.path.realpath(kept)
+        if os.path.isdir(real):
+            if os.path.commonpath([real, target]) == real:
+                return f"is inside {what}"
+            continue
+        try:
+            if os.path.isfile(target) and os.path.samefile(real, target):
+                return f"is {what}"
+        except OSError:
+            pass
+    return None
 
 
 def write_failed(path: str, error: OSError):

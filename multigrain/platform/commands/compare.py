@@ -21,8 +21,10 @@ def compare(args) -> int:
     from multigrain.platform.errors import ConfigurationError
     from multigrain.platform.tracking import open_store, tracking_uri
 
-    check_output_path(args.plot, "--plot")  # a folder or a missing folder: refused before any work
+    from multigrain.platform.store_checks import sqlite_file
+
     uri = tracking_uri(args.tracking_uri)
+    check_output_path(args.plot, "--plot", {sqlite_file(uri): "the tracking store"})  # refused before any work
     client = open_store(uri, create=False)
     if client is None:
         raise ConfigurationError(f"no MLflow store at {uri}")

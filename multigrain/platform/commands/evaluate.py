@@ -9,7 +9,8 @@ import json
 import sys
 
 from multigrain.platform.commands.checks import DEVICES, device
-from multigrain.platform.commands.common import AtomicOutput, add_reader_arg, positive_int
+from multigrain.platform.commands.common import (AtomicOutput, add_reader_arg, positive_int, refuse_replacing,
+                                                run_paths_kept)
 
 
 def register(sub) -> None:
@@ -58,12 +59,16 @@ def evaluate(args) -> int:
     if (args.data is None) == (args.test_set is None):
         raise ConfigurationError("give a data file (DATA) or --test-set NAME (a test set of the run's spec), "
                                  + ("not both" if args.data else "one of them"))
-    # a path that cannot become a file is refused before any work
-    output = AtomicOutput(args.output_file) if args.output_file else None
+    # a path that cannot become a file, or that would replace what is read, is refused before any work
+    keep = {args.data: "the data file", **{ref: "a reference file" for ref in args.references or ()},
+            **run_paths_kept(args.archive)}
+    output = AtomicOutput(args.output_file, keep=keep) if args.output_file else None
     run = Run.open(args.archive)
     if args.test_set is not None:
         chosen = named_set(run, args.test_set)
         data, reader, label = chosen.path, chosen.reader, f"test set {args.test_set!r}"
+        if output is not None:
+            refuse_replacing(args.output_file, "--output-file", {data: f"the data file of test set {args.test_set!r}"})
     else:
         if problem := input_problem(args.data, "data file"):  # before the model is loaded
             raise ConfigurationError(problem)

@@ -34,10 +34,18 @@ def leaderboard(args) -> int:
         raise ConfigurationError("give a TASK or --all, not both")
     if not (args.task or args.all or args.import_file is not None):
         raise ConfigurationError("give a TASK (an experiment such as ner/resume, or a task such as ner) or --all")
+    if args.export and not (args.task or args.all):
+        raise ConfigurationError("--export: give a TASK or --all too (what to export)")
     from multigrain.platform.tracking import open_store, tracking_uri
 
     uri = tracking_uri(args.tracking_uri)
     task = None if args.all else args.task
+    if args.export:  # before anything is imported: the file must not be the store or what --import reads
+        from multigrain.platform.commands.common import refuse_replacing
+        from multigrain.platform.store_checks import sqlite_file
+
+        refuse_replacing(args.export, "--export", {sqlite_file(uri): "the tracking store",
+                                                   args.import_file: "the file --import reads"})
     if args.import_file is not None:
         from multigrain.platform.portable import import_runs, read_board
 

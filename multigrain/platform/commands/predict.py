@@ -7,7 +7,7 @@ import json
 import sys
 
 from multigrain.platform.commands.checks import DEVICES, device
-from multigrain.platform.commands.common import AtomicOutput, add_reader_arg, positive_int
+from multigrain.platform.commands.common import AtomicOutput, add_reader_arg, positive_int, run_paths_kept
 
 
 def register(sub) -> None:
@@ -29,7 +29,8 @@ def predict(args) -> int:
     from multigrain.platform.paths import input_problem
     from multigrain.platform.runs import Run
 
-    output = AtomicOutput(args.output_file)  # a path that cannot become a file is refused before any work
+    # a path that cannot become a file, or that would replace the input or a file of the run, is refused before any work
+    output = AtomicOutput(args.output_file, keep={args.input: "the input file", **run_paths_kept(args.archive)})
     run = Run.open(args.archive)
     if refused := run.prediction_refused():
         raise ConfigurationError(refused)
