@@ -132,8 +132,8 @@ def named_set(run, name: str) -> EvaluationSet:
     none); a name its spec lacks is a ConfigurationError naming those it has."""
     sets = run.experiment.test_sets or {}
     if name not in sets:
-        raise ConfigurationError(f"{run.run_dir}: its spec has no test set {name!r}"
-                                 f"{' (it has: ' + ', '.join(sorted(sets)) + ')' if sets else ' (it has none: give a DATA file)'}")
+        listed = f" (it has: {', '.join(sorted(sets))})" if sets else " (it has none: give a DATA file)"
+        raise ConfigurationError(f"{run.run_dir}: its spec has no test set {name!r}{listed}")
     return EvaluationSet(sets[name].path, sets[name].reader or run.experiment.test_dataset_reader)
 
 

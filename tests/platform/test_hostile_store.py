@@ -280,7 +280,8 @@ def test_a_file_store_or_a_database_without_its_driver_is_one_line_not_mlflows_t
                                                          "install it, or name an installed one: mysql+DRIVER://...)"))
     for uri, why in cases:
         code, out, err = cli(capsys, "leaderboard", "--all", "--tracking-uri", uri)
-        assert code == 2 and out == "" and err.startswith(f"error: tracking URI {uri}: {why}") and len(err.strip().splitlines()) == 1, err
+        assert code == 2 and out == "" and err.startswith(f"error: tracking URI {uri}: {why}"), err
+        assert len(err.strip().splitlines()) == 1, err
     assert sorted(p.name for p in (tmp / "fs").iterdir()) == []  # nothing made in the folder
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # the user's way out, as MLflow's message gives it
     assert cli(capsys, "leaderboard", "--all", "--tracking-uri", str(tmp / "fs"))[0] == 0

@@ -129,7 +129,8 @@ def test_a_spec_path_that_is_no_spec_file_says_what_it_is(tmp_path):
 
     (tmp_path / "folder").mkdir()
     for path, message in (("", "error: an empty path (name a spec file)"),
-                          (tmp_path / "folder", f"error: {tmp_path / 'folder'}: not a spec file (a folder or a device)"),
+                          (tmp_path / "folder", f"error: {tmp_path / 'folder'}: not a spec file (a folder or a "
+                                                f"device)"),
                           (os.devnull, f"error: {os.devnull}: not a spec file (a folder or a device)"),
                           (tmp_path / "none.jsonnet", f"error: {tmp_path / 'none.jsonnet'}: no such spec file")):
         out = run_cli("validate", path, cwd=tmp_path)

@@ -19,9 +19,8 @@ def compare(args) -> int:
     from multigrain.platform.commands.common import check_output_path
     from multigrain.platform.compare import compare_runs, render
     from multigrain.platform.errors import ConfigurationError
-    from multigrain.platform.tracking import open_store, tracking_uri
-
     from multigrain.platform.store_checks import sqlite_file
+    from multigrain.platform.tracking import open_store, tracking_uri
 
     uri = tracking_uri(args.tracking_uri)
     check_output_path(args.plot, "--plot", {sqlite_file(uri): "the tracking store"})  # refused before any work
