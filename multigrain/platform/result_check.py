@@ -6,6 +6,7 @@ wrong type is one error naming the file and the key, and no MLflow run is left R
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any, Optional
 
 from multigrain.platform.store_names import (INT64_MAX, TAG_VALUE_MAX, experiment_problem, key_problem, number_problem,
@@ -136,4 +137,23 @@ def _confusion_problem(confusion: Any) -> Optional[str]:
             why = number_problem(count)
             if why:
                 return f"matrix: {why}"
+    return None
+
+
+def identity_problem(run_dir: Path, result: dict, spec: dict) -> Optional[str]:
+    """Why a run directory's files are not of one run: ``metrics.json``'s spec hash (or the
+    ``spec_hash`` file) is not the hash of its ``config.json`` (files copied between runs, or one
+    edited); a row logged from them would give one run's scores under another's spec."""
+    from multigrain.platform.specs import spec_hash
+
+    digest = spec_hash(spec)
+    recorded = [("metrics.json", result.get("spec_hash"))]
+    try:
+        recorded.append(("spec_hash", (run_dir / "spec_hash").read_text(encoding="utf-8").strip()))
+    except (OSError, UnicodeDecodeError):
+        pass  # an older run without the file: metrics.json says it
+    for name, value in recorded:
+        if value != digest:
+            return (f"{name} records spec hash {str(value)[:12]}, but config.json hashes to {digest[:12]}: the "
+                    f"files are not of one run (copied from another, or edited)")
     return None

@@ -180,18 +180,22 @@ def test_an_import_failing_midway_leaves_none_of_its_runs(layout, capsys, monkey
 
 
 # 3 ------------------------------------------------------------------ multigrain log of wrong types
-def run_dir(folder: Path, **changes) -> Path:
-    """A finished run directory as ``train --no-tracking`` leaves it (metrics.json and config.json)."""
+def run_dir(folder: Path, config: dict | None = None, **changes) -> Path:
+    """A finished run directory as ``train --no-tracking`` leaves it (metrics.json and config.json,
+    ``config``, whose spec hash metrics.json records)."""
+    from multigrain.platform.specs import spec_hash
+
     folder.mkdir(parents=True, exist_ok=True)
+    config = config or {"task": "ner", "dataset": "resume", "seed": 7}
     result = {"finished": True, "task": "ner", "dataset": "resume", "model": "tagger", "encoder": "bilstm",
-              "spec_hash": HASH, "leaderboard_metric": "f1", "git_commit": "abc123",
+              "spec_hash": spec_hash(config), "leaderboard_metric": "f1", "git_commit": "abc123",
               "history": [{"epoch": 1, "train_loss": 2.5, "validation_f1": 0.5},
                           {"epoch": 2, "train_loss": 1.5, "validation_f1": 0.6}],
               "validation": {"f1": 0.6}, "test": {"f1": 0.55}, "seconds": 3.0, "epochs_completed": 2,
               "best_epoch": 2}
     result.update(changes)
     (folder / "metrics.json").write_text(json.dumps(result), encoding="utf-8")
-    (folder / "config.json").write_text(json.dumps({"task": "ner", "dataset": "resume", "seed": 7}), encoding="utf-8")
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
     return folder
 
 
@@ -214,6 +218,25 @@ def test_log_of_wrong_types_is_one_error_and_leaves_no_mlflow_run(layout, capsys
     assert code == 2 and err.startswith(f"error: {bad / 'metrics.json'}: cannot be logged: ") and message in err, err
     assert out == "" and not (tmp / "store" / "m.db").exists()  # the good directory was not logged either
     assert everything_under(tmp / "outside") == []
+
+
+def test_log_refuses_a_run_directory_whose_files_are_not_of_one_run(layout, capsys):
+    """A metrics.json copied from another run (or a config.json edited after training) would log
+    one run's scores under another's spec: the recorded spec hashes must be config.json's."""
+    from multigrain.platform.specs import spec_hash
+
+    tmp, uri = layout
+    other = {"task": "ner", "dataset": "resume", "seed": 8}
+    copied = run_dir(tmp / "copied", spec_hash=spec_hash(other))
+    renamed = run_dir(tmp / "renamed")
+    (renamed / "spec_hash").write_text(spec_hash(other), encoding="utf-8")
+    own = spec_hash({"task": "ner", "dataset": "resume", "seed": 7})
+    for folder, name in ((copied, "metrics.json"), (renamed, "spec_hash")):
+        code, out, err = cli(capsys, "log", run_dir(tmp / "good"), folder, "--tracking-uri", uri)
+        assert code == 2 and out == "" and err.strip() == (
+            f"error: {folder}: cannot be logged: {name} records spec hash {spec_hash(other)[:12]}, but config.json "
+            f"hashes to {own[:12]}: the files are not of one run (copied from another, or edited)")
+    assert not (tmp / "store" / "m.db").exists()  # the good directory was not logged either
 
 
 def test_log_failing_after_the_run_is_created_ends_it_failed(layout, capsys, monkeypatch):
@@ -397,9 +420,8 @@ def test_spec_keys_sharing_their_first_250_characters_log_as_distinct_params(lay
     from mlflow.tracking import MlflowClient
 
     tmp, uri = layout
-    folder = run_dir(tmp / "long")
     long_keys = {"x" * 250: {"a": 1, "b": 2}, "y" * 250 + "1": "one", "y" * 250 + "2": "two"}
-    (folder / "config.json").write_text(json.dumps({"task": "ner", "seed": 7, **long_keys}), encoding="utf-8")
+    folder = run_dir(tmp / "long", config={"task": "ner", "seed": 7, **long_keys})
     code, out, err = cli(capsys, "log", folder, "--tracking-uri", uri)
     assert code == 0 and f"{folder}: logged as MLflow run" in out, err
     (run,) = mlflow_runs(uri)
@@ -421,8 +443,7 @@ def test_spec_keys_that_would_still_be_one_param_are_one_error_and_leave_no_run(
     tmp, uri = layout
     long = "z" * 300
     spec = {"task": "ner", "seed": 7, long: 1, param_key(long): 2}  # a key spelled as the other's param key
-    good, bad = run_dir(tmp / "good"), run_dir(tmp / "bad")
-    (bad / "config.json").write_text(json.dumps(spec), encoding="utf-8")
+    good, bad = run_dir(tmp / "good"), run_dir(tmp / "bad", config=spec)
     code, out, err = cli(capsys, "log", good, bad, "--tracking-uri", uri)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert err.startswith(f"error: {bad / 'config.json'}: cannot be logged: '{'z' * 40}'...'{'z' * 30}' (300 "

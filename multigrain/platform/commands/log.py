@@ -15,7 +15,7 @@ def log(args) -> int:
     from multigrain.platform.errors import ConfigurationError
     from multigrain.platform.jsonio import loads
     from multigrain.platform.provenance import ext_vars_problem
-    from multigrain.platform.result_check import result_problems, spec_problems
+    from multigrain.platform.result_check import identity_problem, result_problems, spec_problems
     from multigrain.platform.store_checks import check_store
     from multigrain.platform.tracking import logged_run, replay, tracking_uri
 
@@ -36,6 +36,8 @@ def log(args) -> int:
             if problems:  # before any MLflow run exists
                 shown = "; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else "")
                 raise ConfigurationError(f"{file}: cannot be logged: {shown}")
+        if problem := identity_problem(path, result, spec):
+            raise ConfigurationError(f"{path}: cannot be logged: {problem}")
         runs.append((path, dict(result, run_dir=str(path)), spec))
     check_store(tracking_uri(args.tracking_uri))
     for path, result, spec in runs:  # every directory checked before anything is logged
