@@ -105,6 +105,3 @@ def _plain_warnings() -> None:
         return default(message, category, filename, lineno, line)
 
     warnings.formatwarning = formatwarning
-    # mlflow 3.17's PromptModelConfig under pydantic 2.9: a library's note to its authors, on every import of mlflow
-    warnings.filterwarnings("ignore", message='Field "model_name" in PromptModelConfig has conflict',
-                            category=UserWarning)
