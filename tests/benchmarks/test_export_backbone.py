@@ -83,7 +83,7 @@ def test_what_is_not_such_a_run_is_one_error_naming_the_file_and_nothing_is_writ
     unfinished.mkdir()
     config = {"model": {"embedder": {"type": "hf_transformer", "model_path": source}}}
     (unfinished / "config.json").write_text(json.dumps(config), encoding="utf-8")
-    cases.append((unfinished, f"{unfinished / 'best.pt'}: no such file"))
+    cases.append((unfinished, f"file not found: {unfinished / 'best.pt'} (paths are relative to"))
     garbage = tmp_path / "garbage"
     garbage.mkdir()
     (garbage / "config.json").write_text(json.dumps(config), encoding="utf-8")

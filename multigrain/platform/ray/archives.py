@@ -8,7 +8,6 @@ from pathlib import Path
 
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.plugins import check_recorded
-from multigrain.platform.runs import Run
 
 
 def check_archives(run_dirs: list[str], data_paths: tuple = (), predicting: bool = False) -> dict[str, str]:
@@ -25,10 +24,10 @@ def check_archives(run_dirs: list[str], data_paths: tuple = (), predicting: bool
         else:
             try:  # the plugins it names must be the user's (--include-package): the replicas get those
                 check_recorded(path)
-                if predicting and (refused := Run.open(path).prediction_refused()):
-                    problems.append(refused)
             except ConfigurationError as e:
                 problems.append(str(e))
+            if predicting and (refused := _prediction_refused(path)):
+                problems.append(refused)
         base = re.sub(r"[^A-Za-z0-9_.-]+", "-", path.resolve().name) or "model"
         name, n = base, 2
         while name in names:
@@ -39,3 +38,13 @@ def check_archives(run_dirs: list[str], data_paths: tuple = (), predicting: bool
         raise ConfigurationError("\n".join(problems))
     return names
 
+
+def _prediction_refused(run_dir: Path):
+    """Why the run's model predicts nothing (a pre-training run), else None; a spec that cannot be
+    read is left to loading the archive, which says what is wrong with it."""
+    from multigrain.platform.runs import Run  # here: importing this module imports no torch
+
+    try:
+        return Run.open(run_dir).prediction_refused()
+    except ConfigurationError:
+        return None
