@@ -171,6 +171,12 @@ def test_a_bare_file_says_it_has_one_reference_and_test_set_uses_all_three(train
     assert named["metrics"]["bleu"] == pytest.approx(trained["result"]["test_tvsub_bleu"], abs=1e-9)
     assert named["metrics"]["bleu"] > bare["metrics"]["bleu"]  # three references match more than one
     assert f"{zh}: {SENTENCES} instances read with the test set 'tvsub' reader (tvsub)" in err
+    before = open(zh, "rb").read()
+    code, out, err = cli(capsys, "evaluate", run_dir, "--test-set", "tvsub", "--output-file", zh)
+    assert code == 2 and out == "" and err.strip() == (f"error: --output-file {zh}: is the data file of test set "
+                                                       f"'tvsub'; writing the output there could damage it (give "
+                                                       f"another file name)")
+    assert open(zh, "rb").read() == before
 
 
 def test_references_adds_line_aligned_files(trained, capsys, tmp_path):
