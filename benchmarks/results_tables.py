@@ -49,7 +49,7 @@ NER_DATASETS = ["resume", "weibo", "msra"]
 NER_MODELS = ["bilstm_crf", "transformer", "star", "lattice_lstm", "plte", "plte_sgd", "big", "bilstm_big",
               "bilstm_crf_vec", "lattice_lstm_vec", "plte_vec", "plte_sgd_vec", "big_vec", "bilstm_big_vec",
               "tagger_m3e", "plte_m3e", "big_m3e", "lattice_lstm_m3e", "tagger_m3e_msra", "plte_m3e_msra",
-              "tagger_m3e_msra2", "plte_m3e_msra2", "big_m3e_msra2", "tagger_m3e_again"]
+              "tagger_m3e_msra2", "plte_m3e_msra2", "big_m3e_msra2", "lattice_lstm_m3e_msra2", "tagger_m3e_again"]
 #: how a table's rows are made (its prose names it)
 SUITE_COMMANDS = ("`multigrain suite jsonnet_configs/suites/{suite}.jsonnet`, then `python benchmarks/results_tables.py "
                   "--suite jsonnet_configs/suites/{suite}.jsonnet`")

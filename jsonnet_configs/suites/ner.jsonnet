@@ -76,6 +76,8 @@ local gpu_share = { cpus: 4, gpus: 0.33, memory_gb: 8 };
       ext_vars: { msra_run: { run_of: 'msra_tagger_m3e_again [cpu-e1]', seed: 16 } } },
     { spec: '../ner/resume_big_m3e_msra2.jsonnet', seeds: [13, 14, 15, 16, 17, 18, 19],
       ext_vars: { msra_run: { run_of: 'msra_tagger_m3e_again [cpu-e1]', seed: 16 } } },
+    { spec: '../ner/resume_lattice_lstm_m3e_msra2.jsonnet', seeds: [13, 14, 15, 16, 17, 18, 19],
+      ext_vars: { msra_run: { run_of: 'msra_tagger_m3e_again [cpu-e1]', seed: 16 } } },
     { spec: '../ner/weibo_tagger_m3e.jsonnet', seeds: [13, 14, 15, 16, 17, 18, 19] },
     { spec: '../ner/weibo_plte_m3e.jsonnet', seeds: [13, 14, 15, 16, 17, 18, 19] },
     { spec: '../ner/weibo_big_m3e.jsonnet', seeds: [13, 14, 15, 16, 17, 18, 19] },

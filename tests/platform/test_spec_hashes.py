@@ -109,6 +109,7 @@ SHIPPED = {
     "ner/resume_plte_m3e_msra2.jsonnet": ("9ac596ec84f5eadad2178fec702c0e5908d90e07e606e2c097be366b7987c6d9", {"msra_run": "runs/msra_tagger_m3e_again-cpu-e1-d2b68728"}),
     "ner/resume_tagger_m3e_msra2.jsonnet": ("f0d69b0f61065ee126a73cc905808cfeb8367664b84a4fb412e8429ba1d59fda", {"msra_run": "runs/msra_tagger_m3e_again-cpu-e1-d2b68728"}),
     "ner/resume_big_m3e_msra2.jsonnet": ("71fa3b5d64135697d3ba4ff9d34c658754d0211b10c2ff7f8766392f5a10076c", {"msra_run": "runs/msra_tagger_m3e_again-cpu-e1-d2b68728"}),
+    "ner/resume_lattice_lstm_m3e_msra2.jsonnet": ("73b3f44938aee30a65fba748d8d96966492c9ee64e7282b28f400ee03ff4a4b5", {"msra_run": "runs/msra_tagger_m3e_again-cpu-e1-d2b68728"}),
     "ner/weibo_tagger_m3e_msra2.jsonnet": ("d9bcc6490de1c28828d9d91d2f72097ae626b98cb84d92311f4ff13aad49ef6f", {"msra_run": "runs/msra_tagger_m3e_again-cpu-e1-d2b68728"}),
     "ner/weibo_plte_m3e_msra2.jsonnet": ("6eccf383c4fcd4cb9bf67262d533dd3da973f24c72427937bda8c285edc9783f", {"msra_run": "runs/msra_tagger_m3e_again-cpu-e1-d2b68728"}),
     "ner/weibo_big_m3e_msra2.jsonnet": ("d9013e2c284eeb5d0431e4c9413e6456b04289b913c51217140715a1fd255221", {"msra_run": "runs/msra_tagger_m3e_again-cpu-e1-d2b68728"}),
