@@ -25,10 +25,13 @@ def quickstart(args) -> int:
     from multigrain.platform import run_marker
     from multigrain.platform.commands.train import print_result
     from multigrain.platform.runs import Run
-    from multigrain.platform.specs import load_spec
+    from multigrain.platform.errors import SpecError
+    from multigrain.platform.specs import load_spec, repeated_overrides
     from multigrain.platform.leaderboard import leaderboard, render
     from multigrain.platform.tracking import RunLogger, experiment_name
 
+    if problems := repeated_overrides(args.override):
+        raise SpecError(problems)
     boards = []
     for path in args.specs or QUICKSTART_SPECS:
         run = Run(load_spec(path, args.override, None, args.jsonnet_path, args.jsonnet_timeout), source=path)
