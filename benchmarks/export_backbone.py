@@ -14,7 +14,9 @@ then reads with ``-o model.embedder.backbone.model_path=OUT`` (PLTE[m3e], Lattic
 (``hf_transformer``'s ``archive_path``). The task's own layers (head, lattice encoder) are not kept.
 A run directory that is not one (no ``config.json``, no weights, no ``hf_transformer``
 embedder, weights of another shape) is one error naming the file, exit code 2, and nothing is written
-(the model is written to ``OUT.tmp`` and renamed)::
+(the model is written to ``OUT.tmp`` and renamed). ``--out`` replaces only an earlier export (a folder
+with its ``export.json``): a folder of other files, the run itself, a folder holding it or the working
+directory is refused before anything is read::
 
     python benchmarks/export_backbone.py runs/msra_tagger_m3e-cpu-e1-7b20d959 --out runs/m3e_msra_tagger
 """
@@ -31,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from multigrain.platform.errors import ConfigurationError, MultigrainError  # noqa: E402
 from multigrain.platform.jsonio import read_object  # noqa: E402
+from multigrain.platform.paths import output_folder_problem  # noqa: E402
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
 
@@ -52,6 +55,11 @@ def export(run_dir: Path, out: Path, weights_name: str) -> dict:
     from multigrain.components.embedders.hf_transformer import load_pretrained, resolve_model_path
     from multigrain.components.embedders.run_backbone import load_backbone
 
+    if problem := output_folder_problem(out, ("export.json",), reads=(run_dir,)):  # before anything is read
+        raise ConfigurationError(f"--out {problem}")
+    work = out.resolve().with_name(out.resolve().name + ".tmp")  # OUT.tmp: replaced only if an export left it
+    if problem := output_folder_problem(work, ("config.json", "export.json"), reads=(run_dir,)):
+        raise ConfigurationError(f"--out {problem}")
     config_file = run_dir / "config.json"
     if not config_file.is_file():
         raise ConfigurationError(f"{config_file}: no such file (not a run directory)")
@@ -60,7 +68,6 @@ def export(run_dir: Path, out: Path, weights_name: str) -> dict:
     source = resolve_model_path(model_path)
     model = load_pretrained(source)
     tensors = load_backbone(model, str(run_dir / weights_name), where="")
-    work = out.with_name(out.name + ".tmp")
     shutil.rmtree(work, ignore_errors=True)
     model.save_pretrained(work)
     for name in TOKENIZER_FILES:

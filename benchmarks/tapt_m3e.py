@@ -46,8 +46,9 @@ import torch  # noqa: E402
 
 from multigrain.components.embedders.hf_transformer import (  # noqa: E402
     index_tokens, read_vocabulary, resolve_model_path)
-from multigrain.platform.errors import DataError, MultigrainError  # noqa: E402
+from multigrain.platform.errors import ConfigurationError, DataError, MultigrainError  # noqa: E402
 from multigrain.platform.kinds import Reader  # noqa: E402
+from multigrain.platform.paths import output_folder_problem  # noqa: E402
 from multigrain.platform.progress import progress  # noqa: E402
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
@@ -149,6 +150,12 @@ def adapt(args: argparse.Namespace) -> None:
     from transformers import BertForMaskedLM
 
     source = resolve_model_path(args.model)
+    out = Path(args.out).resolve()
+    if problem := output_folder_problem(out, ("tapt.json",), reads=(source,)):  # before any work; never another's
+        raise ConfigurationError(f"--out {problem}")
+    work = out.with_name(out.name + ".tmp")  # OUT.tmp: the resumable work, replaced only if ours
+    if problem := output_folder_problem(work, ("checkpoint.pt", "tapt.json"), reads=(source,)):
+        raise ConfigurationError(f"--out {problem}")
     token_ids, _ = read_vocabulary(source, args.model)
     unk = token_ids["[UNK]"]
     sentences = read_sentences(args.reader, args.text)[:args.max_sentences]
@@ -169,8 +176,6 @@ def adapt(args: argparse.Namespace) -> None:
     print(f"{len(sentences)} sentences, {sum(map(len, ids))} characters ({sum(i == unk for s in ids for i in s)} "
           f"[UNK]), {len(rows)} rows of <= {args.block}, {steps_per_epoch} steps an epoch, {args.head_epochs} "
           f"epochs of the head alone then {args.epochs}", flush=True)
-    out = Path(args.out)
-    work = out.with_name(out.name + ".tmp")
     checkpoint = work / "checkpoint.pt"
     settings = {k: v for k, v in vars(args).items() if k != "threads"}
     state = read_checkpoint(checkpoint)

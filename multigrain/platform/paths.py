@@ -73,3 +73,21 @@ def shown_path(path) -> str:
     """``short_path``, with the length of a path it cut."""
     text = str(path)
     return short_path(text) + (f" ({len(text)} characters)" if len(text) > 100 else "")
+
+
+def output_folder_problem(out: str | Path, markers: tuple[str, ...], reads: tuple = ()) -> Optional[str]:
+    """Why a command may not write, and so replace, the folder ``out``: it is, holds or lies in a
+    path it reads (``reads``: the run it exports) or the working directory; or it is there and is
+    no earlier output of the command (none of ``markers`` in it), so replacing it would delete
+    someone's files. None when it may."""
+    real = Path(out).resolve()
+    for source in reads:
+        there = Path(source).resolve()
+        if real == there or there.is_relative_to(real) or real.is_relative_to(there):
+            return f"{out}: it is, holds or lies in {source}, which the command reads; give a new folder"
+    if Path.cwd().resolve().is_relative_to(real):
+        return f"{out}: it is or holds the working directory; give a new folder"
+    if is_there(out) and not any(is_there(Path(out) / marker, "file") for marker in markers):
+        return (f"{out}: there already, and not an earlier output of this command (it holds no "
+                f"{' or '.join(markers)}); give a new folder, or remove it yourself")
+    return None

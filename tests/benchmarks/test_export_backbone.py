@@ -62,6 +62,28 @@ def test_the_saved_backbone_holds_the_runs_weights_and_loads_as_a_backbone(tmp_p
     assert not (tmp_path / "exported.tmp").exists()
 
 
+def test_out_replaces_only_an_earlier_export_never_the_run_or_a_folder_of_other_files(tmp_path, monkeypatch):
+    run, _, _ = fine_tuned_run(tmp_path, monkeypatch, "resume_tagger_m3e")
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "notes.txt").write_text("mine", encoding="utf-8")
+    kept = {p: p.read_bytes() for p in run.iterdir()}
+    cases = [(taken, f"--out {taken}: there already, and not an earlier output of this command (it holds no "
+                     f"export.json); give a new folder, or remove it yourself"),
+             (run, f"--out {run}: it is, holds or lies in {run}, which the command reads; give a new folder"),
+             (tmp_path, f"--out {tmp_path}: it is, holds or lies in {run}, which the command reads")]
+    for out, message in cases:
+        done = run_export(str(run), "--out", str(out))
+        assert done.returncode == 2 and done.stderr.strip().splitlines()[-1].startswith(f"error: {message}"), \
+            done.stderr[-2000:]
+    assert (taken / "notes.txt").read_text(encoding="utf-8") == "mine"
+    assert {p: p.read_bytes() for p in run.iterdir()} == kept
+    out = tmp_path / "exported"
+    for _ in range(2):  # an earlier export is replaced
+        assert export_backbone.main([str(run), "--out", str(out)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("exported")) == ["exported"]
+
+
 def run_export(*args):
     return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "export_backbone.py"), *args],
                           capture_output=True, text=True, timeout=120)

@@ -200,3 +200,22 @@ def test_an_unreadable_checkpoint_is_named_and_the_run_starts_over(tmp_path, cap
     assert f"{checkpoint} cannot be read (" in printed and "starting over" in printed
     history = json.loads((out / "tapt.json").read_text(encoding="utf-8"))["history"]
     assert [h["epoch"] for h in history] == [1]
+
+
+def test_out_replaces_only_an_earlier_adaptation_never_a_folder_of_other_files(tmp_path):
+    source, data = tiny_text(tmp_path)
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "notes.txt").write_text("mine", encoding="utf-8")
+    (tmp_path / "other.tmp").mkdir()
+    (tmp_path / "other.tmp" / "notes.txt").write_text("mine", encoding="utf-8")
+    for out, folder, marker in ((taken, taken, "tapt.json"), (tmp_path / "other", tmp_path / "other.tmp",
+                                                              "checkpoint.pt or tapt.json")):
+        done = run_tapt("--model", source, "--text", str(data), "--out", str(out), "--epochs", "1")
+        assert done.returncode == 2 and done.stderr.strip().splitlines()[-1] == (
+            f"error: --out {folder}: there already, and not an earlier output of this command (it holds no "
+            f"{marker}); give a new folder, or remove it yourself"), done.stderr[-2000:]
+        assert (folder / "notes.txt").read_text(encoding="utf-8") == "mine"
+    done = run_tapt("--model", source, "--text", str(data), "--out", source, "--epochs", "1")
+    assert done.returncode == 2 and "which the command reads" in done.stderr
+
