@@ -180,6 +180,10 @@ def test_an_override_given_twice_with_two_values_is_refused(tmp_path):
                   ("-o", "+trainer.optimizer.eps=0.1", "-o", "trainer.optimizer.eps=0.2")):
         key = extra[1].split("=")[0].lstrip("+")
         check(tmp_path, spec, f"override {key}: given twice (0.1 and 0.2); give it once", cmd="train", extra=extra)
+    (tmp_path / "suite.json").write_text(json.dumps({"entries": [{"spec": "spec.jsonnet", "seeds": [13]}]}))
+    out = run_cli("suite", tmp_path / "suite.json", "-o", "trainer.num_epochs=1", "-o", "trainer.num_epochs=2",
+                  "--dry-run", cwd=tmp_path)
+    assert out.returncode == 2 and "override trainer.num_epochs: given twice (1 and 2); give it once" in out.stderr
     out = run_cli("quickstart", "-o", "trainer.num_epochs=1", "-o", "trainer.num_epochs=2", cwd=tmp_path)
     assert out.returncode == 2 and "override trainer.num_epochs: given twice (1 and 2); give it once" in out.stderr
     assert not (tmp_path / "runs").exists()

@@ -44,9 +44,12 @@ def register(subparsers) -> None:
 
 
 def cmd_suite(args) -> int:
-    from multigrain.platform.errors import ConfigurationError
+    from multigrain.platform.errors import ConfigurationError, SpecError
     from multigrain.platform import suite as suites
+    from multigrain.platform.specs import repeated_overrides
 
+    if problems := repeated_overrides(args.override or []):  # the command line's own: its entries' may layer
+        raise SpecError(problems, args.suite)
     definition = suites.load_suite(args.suite, args.jsonnet_path, args.jsonnet_timeout)
     runs = suites.plan(args.suite, definition, args.runs_dir, args.only, args.jsonnet_path, args.jsonnet_timeout,
                        check_data_paths=not args.dry_run, seeds=args.seeds, overrides=args.override)
