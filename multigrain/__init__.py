@@ -3,6 +3,7 @@ import warnings as _warnings
 
 __version__ = "0.1.0"
 
-# mlflow 3.17's PromptModelConfig under pydantic 2.9: a library's note to its authors, printed (four lines) on every
-# import of mlflow by a command, a benchmark or a test of ours
-_warnings.filterwarnings("ignore", message='Field "model_name" in PromptModelConfig has conflict', category=UserWarning)
+# pydantic 2.9's notes on mlflow 3.17's models ('Field "model_name" in PromptModelConfig has conflict with protected
+# namespace'): a library's note to its authors, printed (four lines) on every import of mlflow by a command,
+# a benchmark or a test of ours
+_warnings.filterwarnings("ignore", message='Field "model_', category=UserWarning, module="pydantic")

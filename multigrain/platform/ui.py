@@ -35,6 +35,18 @@ def _listening(host: str, port: int) -> bool:
         return False
 
 
+def server_env() -> dict:
+    """The environment of the MLflow server's process group: no job execution, this multigrain
+    importable (the supervisor imports it), and without pydantic's notes on mlflow 3.17's models
+    ('Field "model_name" in PromptModelConfig ...', four lines each), as ``multigrain/__init__.py``
+    drops them in our own processes; the server's other warnings stay."""
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    env["PYTHONWARNINGS"] = ",".join(filter(None, [env.get("PYTHONWARNINGS"), 'ignore:Field "model_:UserWarning']))
+    package_root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
 def _stop(proc: subprocess.Popen) -> None:
     """Stop the server's process group (the one this module started) and wait for it."""
     for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 5)):
@@ -59,9 +71,7 @@ def serve(uri: str, host: str = "127.0.0.1", port: int = 5000) -> int:
                                  f"file (multigrain leaderboard --import FILE) first")
     if _listening(host, port):
         raise ConfigurationError(f"{host}:{port} is already in use; choose another --port")
-    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-    package_root = str(Path(__file__).resolve().parents[2])  # the supervisor imports this multigrain
-    env["PYTHONPATH"] = os.pathsep.join([package_root, *filter(None, [env.get("PYTHONPATH")])])
+    env = server_env()
     supervised = [sys.executable, "-m", "multigrain.platform.process_group", str(os.getpid()), "--",
                   *server_command(uri, host, port)]
     proc = subprocess.Popen(supervised, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=None)

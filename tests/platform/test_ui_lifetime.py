@@ -107,3 +107,15 @@ def test_sigkill_of_multigrain_ui_leaves_no_server(tmp_path):
         proc.kill()
         if group is not None:
             kill_group(group)
+
+
+def test_the_server_imports_mlflow_without_pydantics_notes_and_keeps_other_warnings():
+    from multigrain.platform.ui import server_env
+
+    code = "import warnings, mlflow.server; warnings.warn('still shown')"
+    out = subprocess.run([sys.executable, "-c", code], env=server_env(), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "protected namespace" not in out.stderr and "UserWarning: still shown" in out.stderr
+    plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "protected namespace" in plain.stderr  # what the setting removes is there without it
+
