@@ -122,7 +122,8 @@ def connect_problem(host: str, port: int, timeout: float = CONNECT_TIMEOUT) -> O
         return f"nothing answers at {host}:{port} ({e.strerror or e})"
 
 
-_HTTP_CHECKED: set[str] = set()
+#: the HTTP and database stores a connection was opened to in this process (each is tried once)
+_REACHED: set[str] = set()
 
 
 def check_store(uri: str) -> None:
@@ -147,16 +148,16 @@ def check_store(uri: str) -> None:
     elif scheme in ("http", "https"):
         for name, value in HTTP_DEFAULTS.items():
             os.environ.setdefault(name, value)
-        if uri not in _HTTP_CHECKED:
+        if uri not in _REACHED:
             why = http_problem(uri)
             if why:
                 fail(why)
-            _HTTP_CHECKED.add(uri)
-    elif scheme in DATABASE_PORTS and uri not in _HTTP_CHECKED:
+            _REACHED.add(uri)
+    elif scheme in DATABASE_PORTS and uri not in _REACHED:
         why = database_problem(uri)
         if why:
             fail(why)
-        _HTTP_CHECKED.add(uri)
+        _REACHED.add(uri)
     elif scheme == "file":
         folder = Path(urllib.parse.urlparse(uri).path if uri.lower().startswith("file:") else uri)
         if folder.exists() and not folder.is_dir():
