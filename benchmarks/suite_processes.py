@@ -144,9 +144,12 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     from multigrain.platform import suite as suites
     from multigrain.platform.commands.suite import summary_lines
-    from multigrain.platform.errors import MultigrainError
+    from multigrain.platform.errors import MultigrainError, SpecError
+    from multigrain.platform.specs import repeated_overrides
 
     try:
+        if problems := repeated_overrides(args.override):  # the command line's own: its entries' may layer
+            raise SpecError(problems, args.suite)
         definition = suites.load_suite(args.suite)
         runs = suites.plan(args.suite, definition, args.runs_dir, args.only, seeds=args.seeds,
                            overrides=args.override)

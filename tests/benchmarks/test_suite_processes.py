@@ -279,11 +279,13 @@ def bad_suites(folder: Path) -> dict:
     ("spec", [], "entries[0].configs.a: tiny.json: override trainer.optimizer.lrr"),
     ("run_of", [], "runs that read other runs' directories (run_of) need multigrain suite: reader seed=13"),
     ("only", ["--only", "zzz"], "--only 'zzz': no entry of"),
-], ids=["missing", "structure", "spec", "run_of", "only"])
+    ("override twice", ["-o", "seed=1", "-o", "seed=2"], "override seed: given twice (1 and 2); give it once"),
+], ids=["missing", "structure", "spec", "run_of", "only", "override twice"])
 def test_a_bad_suite_or_selection_is_one_message_exit_2_and_nothing_started(tiny, tmp_path, capsys, case, args,
                                                                                message):
     paths = bad_suites(tiny.dir)
-    suite = {"missing": tiny.dir / "nope.json", "only": tiny.suite}.get(case) or paths[case]
+    suite = {"missing": tiny.dir / "nope.json", "only": tiny.suite,
+             "override twice": tiny.suite}.get(case) or paths[case]
     runs_dir, handler = tmp_path / "runs", signal.getsignal(signal.SIGTERM)
     assert suite_processes.main([str(suite), "--runs-dir", str(runs_dir), *args]) == 2
     captured = capsys.readouterr()

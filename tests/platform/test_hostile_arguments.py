@@ -329,3 +329,16 @@ def test_the_child_evaluates_exactly_as_before(tmp_path):
     for timeout in (None, 30):
         with pytest.raises(SpecError, match="not valid UTF-8"):
             load_spec(tmp_path / "surrogate.jsonnet", jsonnet_timeout=timeout)
+
+
+def test_a_runs_root_is_probed_once_for_all_its_run_directories(tmp_path, monkeypatch):
+    import tempfile
+    from multigrain.platform.commands.checks import check_runs_root
+
+    made = []
+    real = tempfile.mkdtemp
+    monkeypatch.setattr(tempfile, "mkdtemp", lambda **kw: made.append(kw["dir"]) or real(**kw))
+    (tmp_path / "b").mkdir()
+    check_runs_root(str(tmp_path), [tmp_path / "a1", tmp_path / "a2", tmp_path / "b" / "r", tmp_path / "a1"], "--x")
+    assert sorted(made) == sorted([str(tmp_path), str(tmp_path / "b")])  # one probe a folder, none left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b"] and not list((tmp_path / "b").iterdir())

@@ -50,11 +50,12 @@ def _stat(path: str):
         return None
 
 
-def check_run_dir(path, option: str = "-s") -> None:
+def check_run_dir(path, option: str = "-s", probed: set | None = None) -> None:
     """Refuse, before anything is read, trained or written, a run directory that cannot be one: a
     regular file, a path under a regular file, a place that cannot be written (``/proc``, a
     read-only file system, no permission) or a name longer than the file system allows. Only a
-    probe folder is made (in the nearest existing folder) and removed at once."""
+    probe folder is made (in the nearest existing folder) and removed at once; a folder already in
+    ``probed`` is not probed again (many run directories of one root share it)."""
     import stat
     import tempfile
 
@@ -91,11 +92,15 @@ def check_run_dir(path, option: str = "-s") -> None:
         what = "a file, not a folder" if stat.S_ISREG(info.st_mode) else "not a folder"
         raise _error(option, path, f"{here} is {what}" if here != os.path.abspath(path)
                      else f"is {what}; give a new or empty folder for the run")
+    if probed is not None and here in probed:
+        return
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".multigrain-probe-", dir=here))
     except OSError as e:
         raise _error(option, path, f"cannot make folders in {here} ({e.strerror or e}); choose a folder you can "
                                    f"write in") from None
+    if probed is not None:
+        probed.add(here)
 
 
 def check_runs_root(root: str, run_dirs, option: str) -> None:
@@ -106,8 +111,9 @@ def check_runs_root(root: str, run_dirs, option: str) -> None:
 
     if not str(root):
         raise ConfigurationError(f"{option}: an empty path (name a folder, or leave the option out)")
+    probed: set[str] = set()
     for run_dir in dict.fromkeys(map(str, run_dirs)):
         try:
-            check_run_dir(run_dir, option)
+            check_run_dir(run_dir, option, probed)
         except ConfigurationError as e:
             raise ConfigurationError(f"{e} (a run directory of {option} {root})") from None
