@@ -4,7 +4,9 @@ exports), parsed so that hostile text is one clear message and never a traceback
 - nesting deeper than ``MAX_DEPTH`` (``[[[[...`` 100,000 deep makes Python's decoder raise
   RecursionError) is refused before decoding;
 - a lone surrogate (``"\\ud800"``: valid JSON, but no Unicode text, and it breaks every later UTF-8
-  write) is refused with the place it occurs.
+  write) is refused with the place it occurs;
+- an integer longer than Python converts (``sys.get_int_max_str_digits()``: a plain ValueError from
+  the decoder, no JSONDecodeError) is refused as such.
 
 ``loads`` raises ``JsonTextError`` (a ValueError) with a message that names no file; callers add
 the file and line (``DataError(path, line, str(e))``)."""
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any
 
 #: deeper JSON than this is refused: no data or export this platform reads nests beyond ~6 levels
@@ -19,6 +22,7 @@ MAX_DEPTH = 200
 
 _OPENERS = re.compile(r'[\[{"\\]|[\]}]')
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_STRING_OR_DIGITS = re.compile(r'"(?:[^"\\]|\\.)*"|(\d+)')
 
 
 class JsonTextError(ValueError):
@@ -72,6 +76,20 @@ def _first_surrogate(value: Any) -> str | None:
     return None
 
 
+def too_long_number() -> str:
+    """Why ``json.loads`` raised a plain ValueError: an integer of more digits than Python converts."""
+    return f"a number of more than {sys.get_int_max_str_digits():,} digits (too long to read as a number)"
+
+
+def too_long_number_line(text: str) -> int | None:
+    """The line of the first integer in the JSON ``text`` longer than Python converts (outside strings)."""
+    limit = sys.get_int_max_str_digits()
+    for match in _STRING_OR_DIGITS.finditer(text):
+        if match.group(1) and len(match.group(1)) > limit:
+            return text.count("\n", 0, match.start()) + 1
+    return None
+
+
 def check_text(text: str) -> None:
     """Refuse a lone surrogate in ``text`` (a line read with ``surrogateescape`` or built by code)."""
     match = _SURROGATE.search(text)
@@ -91,6 +109,8 @@ def loads(text: str, max_depth: int = MAX_DEPTH) -> Any:
         raise JsonTextError(f"bad JSON: {e.msg} (column {e.colno})") from None
     except RecursionError:  # a limit lower than ours (a small recursion limit in this process)
         raise JsonTextError("nested too deeply to read") from None
+    except ValueError:
+        raise JsonTextError(too_long_number()) from None
     where = _first_surrogate(value)
     if where is not None:
         raise JsonTextError(f"a lone surrogate (\\ud800-\\udfff) in the string at {where} (no valid Unicode text)")

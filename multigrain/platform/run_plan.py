@@ -107,6 +107,10 @@ class RunPlan:
         directory that is no run directory was refused before: ``run_marker.refuse_foreign``.)"""
         if not resume:
             if not self.is_empty():
+                if not self.has_checkpoint() and run_marker.is_early(self.run_dir) and self.saved_spec_hash() is None:
+                    raise ConfigurationError(f"{self.run_dir}: holds only what a training wrote there before it "
+                                             f"stopped, before its first epoch; pass --resume to start it over or "
+                                             f"choose another -s")
                 raise ConfigurationError(f"{self.run_dir}: the run directory exists and is not empty; "
                                          f"pass --resume to continue it or choose another -s")
             return False, False

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from multigrain.platform.errors import ConfigurationError, Problem, SpecError, did_you_mean
+from multigrain.platform.jsonio import too_long_number
 
 
 def parse_ext_vars(pairs: list[str]) -> dict[str, str]:
@@ -147,6 +148,8 @@ def parse_override(text: str) -> tuple[str, Any]:
         value = json.loads(raw)
     except json.JSONDecodeError:
         value = raw  # a bare word is a string
+    except ValueError:
+        raise SpecError([Problem(f"override {key}", too_long_number(), "override")]) from None
     return key, value
 
 

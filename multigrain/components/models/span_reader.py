@@ -131,7 +131,7 @@ class SpanReader(SentenceModel):
         inst = Instance({"id": str(data.get("id", "")), "question": question, "context": context,
                          "question_chars": split_chars(question), "context_chars": split_chars(context)})
         if "answers" in data:
-            inst["answers"] = list(data["answers"])
+            inst["answers"] = _answers(data["answers"])
         return inst
 
     # computation -----------------------------------------------------------------------------
@@ -177,3 +177,21 @@ class SpanReader(SentenceModel):
     def make_output_human_readable(self, output: dict, instances: list[Instance]) -> list[dict]:
         return [{"id": meta["id"], "question": meta["question"], **pred}
                 for meta, pred in zip(output["metadata"], self.decode(output))]
+
+
+def _answers(value: Any) -> list[dict]:
+    """An input line's ``answers``: a list of ``{"text": str, "answer_start": int}``, else ValueError."""
+    if not isinstance(value, list):
+        raise ValueError(f'"answers": expected a list of {{"text", "answer_start"}} objects, found '
+                         f"{type(value).__name__}")
+    for i, answer in enumerate(value):
+        if not isinstance(answer, dict):
+            raise ValueError(f'"answers"[{i}]: expected an object {{"text", "answer_start"}}, found '
+                             f"{type(answer).__name__}")
+        for key, kind in (("text", str), ("answer_start", int)):
+            if key not in answer:
+                raise ValueError(f'"answers"[{i}]: no "{key}"')
+            if not isinstance(answer[key], kind) or isinstance(answer[key], bool):
+                raise ValueError(f'"answers"[{i}].{key}: expected {"a string" if kind is str else "an integer"}, '
+                                 f"found {type(answer[key]).__name__}")
+    return [{"text": a["text"], "answer_start": a["answer_start"]} for a in value]

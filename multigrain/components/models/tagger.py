@@ -26,12 +26,13 @@ import torch
 
 from multigrain.components.embedders.windows import join_central, split_windows
 from multigrain.components.metrics.span_f1 import SpanF1
-from multigrain.components.models.base import CharLatticeModel, count_lattice_words
+from multigrain.components.models.base import CharLatticeModel, count_lattice_words, source_of
 from multigrain.components.tag_schemes import detect_scheme, extract_spans
 from multigrain.components.text import bigrams_of
 from multigrain.platform.batching import length_mask, pad_ids
 from multigrain.platform.config import Lazy
 from multigrain.platform.data import Instance
+from multigrain.platform.errors import DataError
 from multigrain.platform.kinds import Encoder, Head, Model, TokenEmbedder
 from multigrain.platform.vocab import Vocabulary
 
@@ -76,6 +77,17 @@ class Tagger(CharLatticeModel):
         if lattice is not None:
             count_lattice_words(lattice, counters)
 
+    def tag_ids(self, instance: Instance) -> list[int]:
+        """The ids of the instance's tags; a tag the model was not trained with is a DataError naming
+        the instance's file and line (a tagger can neither learn nor score it)."""
+        try:
+            return self.vocab.indices("tags", instance["tags"])
+        except KeyError:
+            unknown = next(t for t in instance["tags"] if t not in set(self.labels))
+            raise DataError(*source_of(instance), f"tag {unknown!r} is not one of the model's tags "
+                                                  f"({', '.join(self.labels[:20])}"
+                                                  f"{', ...' if len(self.labels) > 20 else ''})") from None
+
     def tensorize(self, instances: list[Instance]) -> dict[str, Any]:
         rows, layout = split_windows(instances, self.max_length, self.window_overlap)
         v = self.vocab
@@ -88,7 +100,7 @@ class Tagger(CharLatticeModel):
         if pieces is not None:
             batch.update(pieces([x["chars"] for x in rows]))
         if all("tags" in x for x in instances):
-            batch["tags"] = pad_ids([v.indices("tags", x["tags"]) for x in instances])
+            batch["tags"] = pad_ids([self.tag_ids(x) for x in instances])
         lattice = self.collate_lattices([x.get("lattice") for x in rows])
         if lattice is not None:
             batch["lattice"] = lattice

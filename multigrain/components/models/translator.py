@@ -111,7 +111,7 @@ class Translator(CharLatticeModel):
             count_lattice_words(lattice, counters)
 
     def instance_length(self, instance: Instance) -> int:
-        return min(len(instance["chars"]), self.max_source_length)
+        return self.source_length(instance)  # a source too long (truncate off): refused before the run's files
 
     def instance_lengths(self, instance: Instance) -> tuple[int, int]:
         """``(source, target)`` tokens of ``instance`` as :meth:`tensorize` pads them: the source's
@@ -121,7 +121,7 @@ class Translator(CharLatticeModel):
         padding counted): both sides are padded separately, so a batch of n pairs costs
         ``n * (longest source + longest target)``. The pair's ids are derived here once, before
         the first epoch, and kept with it (:meth:`pair_ids`)."""
-        source = min(len(instance["chars"]), self.max_source_length)
+        source = self.source_length(instance)
         if not instance.get("references"):
             return source, 0
         return source, len(self.pair_ids([instance], [source])[0]) - source + 1

@@ -78,7 +78,8 @@ class ThucNewsTitlesReader(TextClassificationReader):
             text, class_id = fields
             label = class_id
             if names is not None:
-                if not (class_id.isascii() and class_id.isdigit()) or int(class_id) >= len(names):
+                if not (class_id.isascii() and class_id.isdigit() and len(class_id) <= 9) or \
+                        int(class_id) >= len(names):
                     raise DataError(path, number, f"class id {shorten(class_id)} is not one of 0..{len(names) - 1} "
                                                   f"(class.txt)")
                 label = names[int(class_id)]
@@ -89,4 +90,14 @@ class ThucNewsTitlesReader(TextClassificationReader):
         classes = Path(path).parent / "class.txt"
         if not classes.is_file():
             return None
-        return [name.strip() for name in read_text(str(classes)).splitlines() if name.strip()]
+        names: dict[str, int] = {}
+        for number, line in enumerate(read_text(str(classes)).splitlines(), 1):
+            name = line.strip()
+            if name in names:
+                raise DataError(str(classes), number, f"class name {shorten(name)} again (line {names[name]} has "
+                                                      f"it): two ids would be one label")
+            if name:
+                names[name] = number
+        if not names:
+            raise DataError(str(classes), None, "no class names (line i names class id i)")
+        return list(names)

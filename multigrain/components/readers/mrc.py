@@ -31,7 +31,7 @@ from multigrain.components.readers.sentence import SentenceReader
 from multigrain.components.text import split_chars
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import ConfigurationError, DataError
-from multigrain.platform.jsonio import MAX_DEPTH, JsonTextError, loads, nesting_depth
+from multigrain.platform.jsonio import MAX_DEPTH, JsonTextError, loads, nesting_depth, too_long_number_line
 from multigrain.platform.kinds import Reader
 
 _JSON_STRING = re.compile(r'("[^"\\]*(?:\\.[^"\\]*)*")\s*(:)?')
@@ -197,6 +197,8 @@ def _problem_line(text: str) -> Optional[int]:
         return e.lineno
     except RecursionError:
         return None
+    except ValueError:
+        return too_long_number_line(text)
     for match in _JSON_STRING.finditer(text):
         try:
             value = json.loads(match.group(1))

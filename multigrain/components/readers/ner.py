@@ -23,6 +23,16 @@ from multigrain.platform.kinds import Reader
 _BMES_TAG = re.compile(r"O|[BMES]-\S+")
 _WEIBO_TAG = re.compile(r"O|[BI]-[^.\s]+\.(?:NAM|NOM)")
 _WEIBO_TOKEN = re.compile(r"(.+?)([0-9]+)", re.S)  # char, then its position in its jieba word
+_WEIBO_MANGLED = "\ufffd\ufffd"  # an emoji mangled upstream: one token of two characters (see WeiboNerReader)
+_NOT_A_CHARACTER = re.compile("[\x00-\x20\x7f-\x9f\ud800-\udfff]")  # control characters, surrogates, space
+
+
+def _character_problem(text: str) -> Optional[str]:
+    """What in ``text`` (characters a file gives as a sentence's) is no text character, or None."""
+    match = _NOT_A_CHARACTER.search(text)
+    if match is None:
+        return None
+    return "a space" if match.group() == " " else f"a control character U+{ord(match.group()):04X}"
 
 
 def bmes_violation(tags: list[str]) -> Optional[int]:
@@ -152,10 +162,12 @@ class WeiboNerReader(CharTagReader):
 
     def _char(self, path: str, number: int, token: str) -> str:
         match = _WEIBO_TOKEN.fullmatch(token)
-        if match is None:
+        if match is None or (len(match.group(1)) != 1 and match.group(1) != _WEIBO_MANGLED):
             raise DataError(
                 path, number, f"expected a character followed by its position digit(s), found {shorten(token)}"
             )
+        if problem := _character_problem(match.group(1)):
+            raise DataError(path, number, f"{problem} in the character column")
         return match.group(1)
 
     def _tag(self, path: str, number: int, tag: str) -> str:
@@ -228,6 +240,8 @@ class MsraNerReader(CharTagReader):
                 if not text or "/" in text:
                     raise DataError(path, number, f"expected space-separated text/tag chunks (one '/' after a "
                                                   f"non-empty text), found {_chunk(chunk, line)}")
+                if problem := _character_problem(text):
+                    raise DataError(path, number, f"{problem} in the text of chunk {shorten(chunk)}")
                 n = len(text)
                 chars.extend(text)
                 if tag == "o":

@@ -14,6 +14,7 @@ from multigrain.components.readers.translation import TranslationReader
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import ConfigurationError, DataError
 from multigrain.platform.kinds import Reader
+from multigrain.platform.paths import input_problem
 
 
 class ReferenceStream:
@@ -47,6 +48,10 @@ def find_reference(source: str, pattern: str) -> list[str]:
         matches = sorted(glob.glob(str(Path(source).parent / pattern)))
     if not matches:
         raise DataError(source, None, f"no reference file matches {pattern!r}")
+    for match in matches:  # a folder, a FIFO (blocks), /dev/zero (never ends) or a loop of links
+        problem = input_problem(match, "reference file")
+        if problem is not None:
+            raise DataError(source, None, f"its reference {problem}")
     return matches
 
 

@@ -6,6 +6,7 @@ import json
 from typing import Optional
 
 from multigrain.platform.errors import ConfigurationError, SpecError
+from multigrain.platform.jsonio import too_long_number
 
 RESOURCE_KEYS = ("num_cpus", "num_gpus", "memory", "resources", "accelerator_type")
 
@@ -24,6 +25,9 @@ def parse_grid(texts: list[str]) -> list[tuple[str, list]]:
         except json.JSONDecodeError as e:
             problems.append(f"--grid {key}: {raw!r} is not a JSON list ({e.msg}); write e.g. {key}=[1e-3,3e-3] "
                             f"and quote strings: {key}=[\"a\",\"b\"]")
+            continue
+        except ValueError:
+            problems.append(f"--grid {key}: {too_long_number()}")
             continue
         if not isinstance(values, list) or not values:
             problems.append(f"--grid {key}: expected a non-empty JSON list of values, got {raw!r}")
@@ -45,6 +49,8 @@ def parse_resources(text: Optional[str]) -> Optional[dict]:
         value = json.loads(text)
     except json.JSONDecodeError as e:
         raise ConfigurationError(f"--resources {text!r}: not JSON ({e.msg}); e.g. '{{\"num_cpus\":1,\"num_gpus\":0}}'")
+    except ValueError:
+        raise ConfigurationError(f"--resources: {too_long_number()}") from None
     if not isinstance(value, dict):
         raise ConfigurationError(f"--resources {text!r}: expected a JSON object")
     problems = [f"--resources: unknown key {k!r}; allowed: {', '.join(RESOURCE_KEYS)}" for k in value

@@ -133,7 +133,10 @@ def test_weibo_tokens_tags_and_entity_kinds(tmp_path):
      ("张0\tS-PER.NAM\n", ["unknown tag 'S-PER.NAM'"]),
      ("张\tO\n", ["expected a character followed by its position digit", "'张'"]),
      ("张0 O\n", ["expected 2 columns (character TAB tag)", "found 1 column (the line holds a SPACE; this reader's "
-                                                         "columns are separated by one TAB)"])],
+                                                         "columns are separated by one TAB)"]),
+     ("中国人民0\tB-ORG.NAM\n", ["expected a character followed by its position digit(s), found '中国人民0'"]),
+     ("\x0b0\tO\n", ["a control character U+000B in the character column"]),
+     (" 0\tO\n", ["a space in the character column"])],
 )
 def test_weibo_malformed_lines(tmp_path, line, phrases):
     path = write(tmp_path, "w.conll", "好0\tO\n" + line)
@@ -145,6 +148,20 @@ def test_msra_sighan_unknown_tag_and_missing_slash(tmp_path):
     assert_error(MsraNerReader(), path, 2, "unknown tag 'nz'", "'北京/nz'")
     path = write(tmp_path, "t.txt", "中国/ns 很/o\n\n北京 是/o\n")
     assert_error(MsraNerReader(), path, 3, "expected space-separated text/tag chunks", "'北京'")
+
+
+def test_weibo_keeps_its_mangled_emoji_as_one_token(tmp_path):
+    path = write(tmp_path, "w.conll", "\ufffd\ufffd0\tO\n好1\tO\n")
+    [instance] = WeiboNerReader().read(path)
+    assert instance["chars"] == ["\ufffd\ufffd", "好"] and instance["tags"] == ["O", "O"]
+
+
+@pytest.mark.parametrize("text, phrase", [("中\x0b国/o 人/nr \n", "a control character U+000B in the text of chunk "
+                                                                    "'中\\x0b国/o'"),
+                                          ("中\t国/o 人/nr \n", "a control character U+0009 in the text of chunk")])
+def test_msra_sighan_chunks_hold_text_characters(tmp_path, text, phrase):
+    path = write(tmp_path, "s.txt", "中国/ns 很/o \n" + text)
+    assert_error(MsraNerReader(), path, 2, phrase)
 
 
 def test_msra_sighan_conversion_and_split_options(tmp_path):
@@ -269,6 +286,20 @@ def test_thucnews_class_id_out_of_range(tmp_path):
     write(tmp_path, "class.txt", "finance\nrealty")
     path = write(tmp_path, "dev.txt", "涨停\t0\n楼市\t2\n")
     assert_error(ThucNewsTitlesReader(), path, 2, "class id '2' is not one of 0..1")
+
+
+def test_thucnews_class_ids_and_class_names(tmp_path):
+    write(tmp_path, "class.txt", "finance\nrealty")
+    path = write(tmp_path, "dev.txt", "涨停\t0\n楼市\t" + "1" * 5000 + "\n")  # more digits than int() takes
+    assert_error(ThucNewsTitlesReader(), path, 2, "class id '11111", "is not one of 0..1")
+    write(tmp_path, "class.txt", "finance\n\nrealty\nfinance\n")
+    path = write(tmp_path, "dev.txt", "涨停\t0\n")
+    error = error_of(ThucNewsTitlesReader(), path)
+    assert str(error) == f"{tmp_path / 'class.txt'}:4: class name 'finance' again (line 1 has it): two ids would be " \
+                         f"one label"
+    write(tmp_path, "class.txt", "\n \n")
+    assert str(error_of(ThucNewsTitlesReader(), path)) == f"{tmp_path / 'class.txt'}: no class names (line i names " \
+                                                          f"class id i)"
 
 
 def test_tatoeba_bom_and_bad_field_count(tmp_path):
