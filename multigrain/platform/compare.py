@@ -40,21 +40,28 @@ def run_directory_record(client, run_dir: Path, uri: str, exps: dict) -> dict:
     """The record of the MLflow run that a run directory's ``tracking.json`` names for the store
     ``uri``, else of the latest finished run of the spec hash in its ``spec_hash``."""
     try:
-        saved = json.loads((run_dir / "tracking.json").read_text(encoding="utf-8"))
-        if isinstance(saved, dict) and saved.get("tracking_uri") == uri and isinstance(saved.get("run_id"), str):
-            if (run := logged_run(client, saved["run_id"], exps)) is not None:
-                return record(client, run, exps[run.info.experiment_id], history=True)
-    except (OSError, ValueError):
-        pass
-    try:
         digest = (run_dir / "spec_hash").read_text(encoding="utf-8").strip()
     except (OSError, ValueError):
         digest = ""
+    try:
+        saved = json.loads((run_dir / "tracking.json").read_text(encoding="utf-8"))
+        if isinstance(saved, dict) and saved.get("tracking_uri") == uri and isinstance(saved.get("run_id"), str):
+            run = logged_run(client, saved["run_id"], exps)
+            if run is not None and (not digest or _of_hash(run, digest)):  # a copied tracking.json is not believed
+                return record(client, run, exps[run.info.experiment_id], history=True)
+    except (OSError, ValueError):
+        pass
     found = search(client, list(exps), f"tags.spec_hash = '{digest}'") if re.fullmatch(r"[0-9a-f]{64}", digest) else []
     if not found:
         raise ConfigurationError(f"{run_dir}: a run directory with no MLflow run in {uri} (trained with "
                                  f"--no-tracking, or logged to another store?); `multigrain log {run_dir}` logs it")
     return latest(client, found, exps)
+
+
+def _of_hash(run, digest: str) -> bool:
+    """Whether the MLflow run trained the spec of hash ``digest`` (its spec hash, or one it extended)."""
+    tags = run.data.tags
+    return tags.get("spec_hash") == digest or digest in tags.get("spec_hash_history", "").split(",")
 
 
 def logged_run(client, run_id: str, exps: dict):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import statistics
 import time
 from typing import Optional
@@ -150,7 +151,8 @@ def rows(recs: list[dict], metric: Optional[str] = None, group_seeds: bool = Tru
             seeds[seed] = rec
     out = [_row(experiment, key, [seeds[s] for s in sorted(seeds, key=lambda s: (len(s), s))])
            for (experiment, _, _, key), seeds in groups.items()]
-    out.sort(key=lambda r: (r["experiment"], -r["value"], r["name"]))
+    out.sort(key=lambda r: (r["experiment"], math.isnan(r["value"]), -r["value"] if not math.isnan(r["value"]) else 0,
+                            r["name"]))  # a NaN score (a diverged run) ranks last
     rank, last = 0, None
     for row in out:
         rank = rank + 1 if row["experiment"] == last else 1
@@ -268,12 +270,23 @@ def as_csv(board: list[dict]) -> str:
     return buf.getvalue()
 
 
+def _finite(value):
+    """``value`` with every float that is NaN or infinite, at any depth, as None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
 def render(title: str, board: list[dict], fmt: str = "table", console=None) -> None:
     """Print the leaderboard in ``fmt`` (table, md, csv or json)."""
     import sys
 
-    if fmt == "json":
-        print(json.dumps(board, indent=2, ensure_ascii=False))
+    if fmt == "json":  # standard JSON: a NaN or infinite score is null
+        print(json.dumps(_finite(board), indent=2, ensure_ascii=False, allow_nan=False))
         return
     if fmt in ("md", "csv"):
         sys.stdout.write(markdown(board) if fmt == "md" else as_csv(board))

@@ -5,10 +5,14 @@ adds the runs the store does not hold yet (by record id: importing twice changes
 
     {"format": "multigrain-leaderboard", "version": 1, "runs": [{"id", "experiment", "name",
      "status", "start_time", "end_time", "tags", "metrics", "params", "history"}, ...]}
+
+A metric that is no finite number (a diverged training's NaN loss) is written as the string
+``"NaN"``, ``"Infinity"`` or ``"-Infinity"``: the file stays standard JSON and imports whole.
 """
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -23,14 +27,29 @@ FORMAT, VERSION = "multigrain-leaderboard", 1
 STATUSES = ("FINISHED", "FAILED", "KILLED")
 
 
+#: how the file writes a metric that is no finite number (a diverged training's loss): JSON has no NaN
+NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _written(value):
+    """``value`` as the file holds it: a float that is NaN or infinite as its ``NON_FINITE`` name."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+    return value
+
+
 def board(recs: list[dict]) -> dict:
     runs = [{k: v for k, v in r.items() if k != "run_id"} for r in recs]
+    for run in runs:
+        run["metrics"] = {k: _written(v) for k, v in run["metrics"].items()}
+        if "history" in run:
+            run["history"] = {k: [[step, _written(v)] for step, v in points] for k, points in run["history"].items()}
     return {"format": FORMAT, "version": VERSION,
             "runs": sorted(runs, key=lambda r: (r["experiment"], r["start_time"] or 0, r["id"]))}
 
 
 def dumps(data: dict) -> str:
-    return json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
+    return json.dumps(data, indent=1, ensure_ascii=False, sort_keys=True, allow_nan=False) + "\n"
 
 
 def readable_mode() -> int:
@@ -105,7 +124,7 @@ def _check_run(run, where: str) -> None:
     if not isinstance(metrics, dict) or not metrics:
         fail("metrics: expected an object of numbers (a run with no metrics ranks nowhere)")
     for name, value in metrics.items():
-        why = key_problem(name) or number_problem(value)
+        why = key_problem(name) or _number_problem(value)
         if why:
             fail(f"metrics.{name}: {why}" if isinstance(name, str) else f"metrics: {why}")
     history = run.get("history", {})
@@ -120,9 +139,17 @@ def _check_run(run, where: str) -> None:
         for i, point in enumerate(points):
             if not isinstance(point, list) or len(point) != 2:
                 fail(f"history.{name}[{i}]: expected [epoch, value]")
-            why = whole_problem(point[0], -INT64_MAX - 1) or number_problem(point[1])
+            why = whole_problem(point[0], -INT64_MAX - 1) or _number_problem(point[1])
             if why:
                 fail(f"history.{name}[{i}]: {why}")
+
+
+def _number_problem(value) -> Optional[str]:
+    """Why a metric's value in the file is none: a finite number or a ``NON_FINITE`` name is one."""
+    if isinstance(value, str) and value in NON_FINITE:
+        return None
+    why = number_problem(value)
+    return f"{why} (write NaN and infinities as \"NaN\", \"Infinity\", \"-Infinity\")" if why and "finite" in why else why
 
 
 def _notshown(text: str, error: JsonTextError) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from multigrain.platform import archive as files
-from multigrain.platform.errors import ConfigurationError
+from multigrain.platform.errors import ConfigurationError, SpecError
 
 
 def built_model(run):
@@ -21,8 +21,14 @@ def built_model(run):
     loaded; that vocabulary). The files its weights started from (pretrained vectors, another run)
     are not read: its own checkpoint holds every weight (``config.Lazy.construct``)."""
     vocab = files.read_vocabulary(run.run_dir)
-    model = run.experiment.model.construct(vocab=vocab, offered={"resources": files.run_resources(run.run_dir)},
-                                           checkpoint_follows=True)
+    try:
+        model = run.experiment.model.construct(vocab=vocab, offered={"resources": files.run_resources(run.run_dir)},
+                                               checkpoint_follows=True)
+    except SpecError as e:  # the spec validated when it trained: the run's saved files name the cause
+        if e.source is not None:
+            raise
+        raise SpecError(e.problems, f"{run.run_dir / 'config.json'} (with the run's vocabulary/ and "
+                                    f"resources/)") from None
     return model, vocab
 
 

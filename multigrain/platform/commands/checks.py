@@ -56,6 +56,13 @@ def check_run_dir(path, option: str = "-s", probed: set | None = None) -> None:
     read-only file system, no permission) or a name longer than the file system allows. Only a
     probe folder is made (in the nearest existing folder) and removed at once; a folder already in
     ``probed`` is not probed again (many run directories of one root share it)."""
+    try:
+        _check_run_dir(path, option, probed)
+    except OSError as e:  # a loop of symbolic links on the way, a folder we may not look into
+        raise _error(option, path, f"cannot be looked up ({e.strerror or e})") from None
+
+
+def _check_run_dir(path, option: str, probed: set | None) -> None:
     import stat
     import tempfile
 

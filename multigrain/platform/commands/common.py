@@ -251,6 +251,37 @@ def replaced_input(path: str, keep: dict) -> str | None:
                 return f"is {what}"
         except OSError:
             pass
+    return kept_anyway(target)
+
+
+def kept_anyway(target: str) -> str | None:
+    """What writing the file ``target`` (a real path) would destroy whatever the command reads: a
+    file the platform keeps in any run directory (``run_marker.own_paths``: its weights, spec,
+    vocabulary...), or an SQLite database (a tracking store). None when neither."""
+    import os
+
+    from multigrain.platform.paths import short_path
+    from multigrain.platform.run_marker import marked, own_paths
+
+    folder = os.path.dirname(target)
+    while True:
+        if marked(folder) or (os.path.isfile(os.path.join(folder, "config.json"))
+                              and os.path.isfile(os.path.join(folder, "best.pt"))):
+            for own in map(str, own_paths(folder)):
+                if target == own or target.startswith(own + os.sep):
+                    return f"is the run {short_path(folder)}'s {os.path.relpath(target, folder)}"
+            break
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    try:
+        if os.path.isfile(target):  # never opened otherwise: a FIFO would block
+            with open(target, "rb") as handle:
+                if handle.read(16) == b"SQLite format 3\x00":
+                    return "is an SQLite database (a tracking store?)"
+    except OSError:
+        pass
     return None
 
 
