@@ -251,11 +251,11 @@ def replaced_input(path: str, keep: dict) -> str | None:
                 return f"is {what}"
         except OSError:
             pass
-    return kept_anyway(target)
+    return kept_by_the_platform(target)
 
 
-def kept_anyway(target: str) -> str | None:
-    """What writing the file ``target`` (a real path) would destroy whatever the command reads: a
+def kept_by_the_platform(target: str) -> str | None:
+    """What writing the file ``target`` (a real path) would destroy, whichever command writes it: a
     file the platform keeps in any run directory (``run_marker.own_paths``: its weights, spec,
     vocabulary...), or an SQLite database (a tracking store). None when neither."""
     import os
