@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 
 import pytest
@@ -146,3 +147,30 @@ def test_a_source_too_long_is_refused_before_the_runs_files(tmp_path, capsys):
     code, err = cli(capsys, "train", spec, "-s", run_dir, "--no-tracking", "--resume", *fixed)
     assert code == 0, err
     assert json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))["finished"]
+
+
+def test_a_given_label_is_checked_line_by_line(tmp_path):
+    """The classifiers' predict input: a label out of the set, or no string, is refused whatever the
+    lines beside it (it was checked only when every instance of a batch had one)."""
+    from types import SimpleNamespace
+
+    from multigrain.components.models.labelled import LabelledModel
+
+    model = SimpleNamespace(labels=["0", "1"], label_index={"0": 0, "1": 1})
+    assert LabelledModel.given_label(model, {"label": "1"}) == "1"
+    assert LabelledModel.given_label(model, {"label": 0}) == "0"
+    for label, message in (("zz", "\"label\" 'zz' is not in the label set (0, 1)"),
+                           (None, "must be a string, got NoneType"), (True, "must be a string, got bool"),
+                           ([1], "must be a string, got list")):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            LabelledModel.given_label(model, {"label": label})
+
+
+def test_the_server_says_a_number_is_too_long(tmp_path):
+    from multigrain.platform.ray.serve_batching import Limits, RequestError, parse_instances
+
+    with pytest.raises(RequestError) as e:
+        parse_instances(b'{"instances": [{"text": "a", "n": ' + LONG.encode() + b"}]}", Limits())
+    assert e.value.args[-1] == f"the body is not valid JSON: {TOO_LONG} (too long to read as a number)"
+    with pytest.raises(RequestError, match="NaN is not a JSON value"):
+        parse_instances(b'{"instances": NaN}', Limits())

@@ -34,7 +34,7 @@ class Classifier(LabelledModel):
             raise ValueError('expected a non-empty "text"')
         inst = Instance({"text": text, "chars": split_chars(text)})
         if "label" in data:
-            inst["label"] = str(data["label"])
+            inst["label"] = self.given_label(data)
         return inst
 
     def make_output_human_readable(self, output: dict, instances: list[Instance]) -> list[dict]:

@@ -35,6 +35,17 @@ class LabelledModel(SentenceModel):
                      else ClassifierHead(self.output_dim, self.labels))
         self.metric = Accuracy()
 
+    def given_label(self, data: dict) -> str:
+        """The ``label`` of a predict input line (a string, or a whole number written without quotes),
+        one of the model's labels; else ValueError. Checked line by line, so a bad label is refused
+        whatever the lines beside it."""
+        label = data["label"]
+        if isinstance(label, bool) or not isinstance(label, (str, int)):
+            raise ValueError(f'"label" must be a string, got {type(label).__name__}')
+        if str(label) not in self.label_index:
+            raise ValueError(f'"label" {str(label)!r} is not in the label set ({", ".join(self.labels)})')
+        return str(label)
+
     def label_ids(self, instances: list[Instance]) -> Optional[torch.Tensor]:
         if not all("label" in x for x in instances):
             return None

@@ -73,7 +73,7 @@ class PairClassifier(LabelledModel):
             fields["chars" + key[4:]] = split_chars(text)
         inst = Instance(fields)
         if "label" in data:
-            inst["label"] = str(data["label"])
+            inst["label"] = self.given_label(data)
         return inst
 
     def make_output_human_readable(self, output: dict, instances: list[Instance]) -> list[dict]:

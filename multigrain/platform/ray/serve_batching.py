@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from multigrain.platform.errors import ConfigurationError
+from multigrain.platform.jsonio import too_long_number
 
 #: the string fields a model's ``text_to_instance`` reads (tagger, classifiers, span reader);
 #: each is checked to be a non-empty string (``chars``: a string or a list of strings) and counted
@@ -73,16 +74,22 @@ def json_type(value: Any) -> str:
     return kinds.get(type(value), type(value).__name__)
 
 
+class _NotJson(ValueError):
+    pass
+
+
 def _no_constant(name: str):  # NaN, Infinity, -Infinity
-    raise ValueError(f"{name} is not a JSON value")
+    raise _NotJson(f"{name} is not a JSON value")
 
 
 def check_declared_length(declared: str, limit: int) -> None:
     """A request's Content-Length: 400 when it is no number, 413 when it is over ``limit`` bytes."""
-    if not declared.strip().isdigit():
+    digits = declared.strip()
+    if not (digits.isascii() and digits.isdigit()):
         raise RequestError(400, f"Content-Length {declared!r} is not a number of bytes")
-    if int(declared) > limit:
-        raise RequestError(413, f"the body is {int(declared)} bytes, over the limit of {limit} bytes "
+    if len(digits) > 19 or int(digits) > limit:
+        size = int(digits) if len(digits) <= 19 else "more than 10^19"
+        raise RequestError(413, f"the body is {size} bytes, over the limit of {limit} bytes "
                                 f"(multigrain serve --max-body-bytes)")
 
 
@@ -126,8 +133,10 @@ def parse_instances(body: bytes, limits: Limits) -> tuple[list[dict], int]:
         payload = json.loads(body, parse_constant=_no_constant)
     except RecursionError:
         raise RequestError(400, "the body is not valid JSON: nested too deeply") from None
-    except ValueError as e:  # also UnicodeDecodeError
+    except (json.JSONDecodeError, UnicodeDecodeError, _NotJson) as e:
         raise RequestError(400, f"the body is not valid JSON: {e}") from None
+    except ValueError:  # an integer of more digits than Python converts
+        raise RequestError(400, f"the body is not valid JSON: {too_long_number()}") from None
     try:  # \ud800-style escapes decode to lone surrogates, which no answer could hold
         json.dumps(payload, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError as e:
@@ -217,6 +226,6 @@ def batch_examples(environ=os.environ) -> int:
     """The most texts of one forward pass of an ingress replica: ``MULTIGRAIN_SERVE_MAX_BATCH``, 64
     when unset (read by ``multigrain serve``, which hands it to the replicas)."""
     text = environ.get(MAX_BATCH_ENV, "").strip() or "64"
-    if not text.isdigit() or int(text) < 1:
+    if not (text.isascii() and text.isdigit() and len(text) < 10) or int(text) < 1:
         raise ConfigurationError(f"{MAX_BATCH_ENV}={text!r}: expected a whole number of texts, at least 1")
     return int(text)

@@ -6,8 +6,9 @@ two shared cores) 8 to 9 of the ~10 ms of server CPU per request were Serve's (t
 handling and its actor call into the replica), against ~2 ms for the forward pass. A short
 request's latency is, by Little's law, ~clients / throughput, so that CPU was the p99.
 
-How: a uvicorn server (httptools parser, uvloop) in a thread of the replica, on a socket of its
-own bound to the service's ``--host``/``--port`` with ``SO_REUSEPORT``, so that every ingress
+How: a uvicorn server (httptools parser with a bounded head, ``serve_protocol.py``; uvloop) in a
+thread of the replica, on a socket of its own bound to the service's ``--host``/``--port`` with
+``SO_REUSEPORT``, so that every ingress
 replica of the machine listens on the same port and the kernel spreads the connections among
 them. A request for another model (``/predict/<other>``) goes to that model's ingress
 deployment by a ``DeploymentHandle`` (one actor call, as the proxy would make). The request path
@@ -131,8 +132,10 @@ class Front:
     def __init__(self, app: FrontApp, host: str, port: int):
         import uvicorn
 
+        from multigrain.platform.ray.serve_protocol import BoundedHttpToolsProtocol
+
         self.socket = reuse_port_socket(host, port)  # bound before the replica reports ready
-        config = uvicorn.Config(app, loop="uvloop", http="httptools", ws="none", lifespan="off",
+        config = uvicorn.Config(app, loop="uvloop", http=BoundedHttpToolsProtocol, ws="none", lifespan="off",
                                 access_log=False, log_level="warning", timeout_keep_alive=30,
                                 server_header=False, date_header=False)
         self.server = uvicorn.Server(config)

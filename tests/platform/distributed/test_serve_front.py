@@ -164,6 +164,55 @@ def test_the_real_server_answers_on_a_port_that_another_replica_shares():
         front.check()
 
 
+def raw_exchange(port: int, data: bytes, wait: float = 10.0) -> tuple[int, dict, float]:
+    """Send ``data`` on a new connection; (status, JSON body, seconds until the server closed it)."""
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=wait) as sock:
+        try:
+            sock.sendall(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # refused while sending: the answer is already there
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert b"content-type: application/json" in head.lower(), answer[:300]
+    return int(head.split()[1]), json.loads(body), time.monotonic() - started
+
+
+def test_the_real_server_bounds_the_head_and_answers_parser_errors_in_json(monkeypatch):
+    from multigrain.platform.ray import serve_protocol
+    from multigrain.platform.ray.serve_protocol import MAX_HEAD_BYTES, BoundedHttpToolsProtocol
+
+    monkeypatch.setattr(BoundedHttpToolsProtocol, "head_timeout_s", 1.0)
+    monkeypatch.setattr(serve_protocol, "LINGER_S", 0.3)
+    port = free_port()
+    front = Front(FrontApp("m", echo, Limits(max_body_bytes=1000)), "127.0.0.1", port)
+    good = json.dumps({"instances": [{"text": "ab"}]}).encode()
+    try:
+        huge = b"POST /predict/m HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (4 * MAX_HEAD_BYTES)
+        status, payload, _ = raw_exchange(port, huge)
+        assert status == 431 and payload["error"] == f"the request line and headers are over the limit of " \
+                                                      f"{MAX_HEAD_BYTES} bytes"
+        for partial in (b"", b"POST /predi", b"POST /predict/m HTTP/1.1\r\nHost: x\r\n"):  # a head never finished
+            status, payload, seconds = raw_exchange(port, partial)
+            assert status == 408 and "did not arrive within 1 s" in payload["error"] and 0.9 < seconds < 5
+        for bad in (b"Content-Length: -1\r\n", b"Content-Length: 0x10\r\n", b"Transfer-Encoding: gzip\r\n"):
+            status, payload, _ = raw_exchange(port, b"POST /predict/m HTTP/1.1\r\nHost: x\r\n" + bad + b"\r\n")
+            assert status == 400 and payload["error"].startswith("not an HTTP/1.1 request this server can read")
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("POST", "/predict/m", body=good, headers={"X-Fine": "b" * (MAX_HEAD_BYTES // 2)})
+        response = conn.getresponse()
+        assert response.status == 200 and json.loads(response.read()) == {"predictions": ["AB"]}
+        time.sleep(1.5)  # idle on a kept-alive connection: keep-alive's own timeout (30 s), not the head's
+        conn.request("POST", "/predict/m", body=good)
+        assert conn.getresponse().status == 200
+        conn.close()
+        front.check()
+    finally:
+        front.stop()
+
+
 def test_the_long_input_replica_lowers_every_thread_of_its_process():
     """A nice value belongs to a thread on Linux: all of the process's threads are lowered, and
     the threads they start after it inherit the value (Serve predicts in an executor's threads)."""
