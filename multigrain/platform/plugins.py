@@ -56,7 +56,7 @@ def include(name: str, search_dir: Optional[str] = None) -> None:
         import_package(name, search_dir)
     except ConfigurationError:
         raise
-    except Exception as e:  # the module itself failed: a syntax error, an exception at import
+    except (Exception, SystemExit) as e:  # the module itself failed: a syntax error, an exception, sys.exit()
         raise ConfigurationError(f"--include-package {name}: importing it failed: {type(e).__name__}: {e}") from e
     origin = getattr(sys.modules.get(name), "__file__", None)
     local = None

@@ -94,6 +94,13 @@ def load_suite(path: str | Path, jsonnet_paths: Sequence[str] = (), timeout: Opt
         raise SpecError(problems, str(path))
     for i, entry in enumerate(entries):
         problems += entry_problems(entry, f"entries[{i}]")
+    if not problems:  # one name, one entry (and configuration): run_of and --check find runs by it
+        first: dict[str, int] = {}
+        for i, _, name, _ in entry_labels(suite):
+            if name in first and first[name] != i:
+                problems.append(Problem(f"entries[{i}]", f"named {name!r} as entries[{first[name]}] is; give one of "
+                                                         f"them a name of its own (name: '...')", "value"))
+            first.setdefault(name, i)
     if problems:
         raise SpecError(problems, str(path))
     return suite
@@ -103,6 +110,7 @@ def entry_problems(entry: Any, where: str) -> list[Problem]:
     if not isinstance(entry, dict):
         return [Problem(where, f"expected an object {{spec, seeds, ...}}, got {json.dumps(entry)[:60]}", "type")]
     from multigrain.platform.errors import did_you_mean
+    from multigrain.platform.specs import repeated_overrides
 
     out = [Problem(f"{where}.{k}", f"unknown key{did_you_mean(k, ENTRY_KEYS)}", "unknown_key")
            for k in entry if k not in ENTRY_KEYS]
@@ -117,11 +125,18 @@ def entry_problems(entry: Any, where: str) -> list[Problem]:
     for key in ("configs", "ext_vars", "resources"):
         if key in entry and not isinstance(entry[key], dict):
             out.append(Problem(f"{where}.{key}", f"expected an object, got {json.dumps(entry[key])[:60]}", "type"))
+    if "name" in entry and (not isinstance(entry["name"], str) or not entry["name"].strip()):
+        out.append(Problem(f"{where}.name", f"expected a non-empty string, got {json.dumps(entry['name'])[:60]}",
+                           "type"))
     if "overrides" in entry and not _overrides_ok(entry["overrides"]):
         out.append(Problem(f"{where}.overrides", OVERRIDES_FORM, "type"))
+    elif "overrides" in entry:
+        out += [Problem(f"{where}.overrides", str(p)) for p in repeated_overrides(override_texts(entry["overrides"]))]
     for tag, overrides in (entry.get("configs") or {}).items() if isinstance(entry.get("configs"), dict) else ():
         if not _overrides_ok(overrides):
             out.append(Problem(f"{where}.configs.{tag}", OVERRIDES_FORM, "type"))
+        else:
+            out += [Problem(f"{where}.configs.{tag}", str(p)) for p in repeated_overrides(override_texts(overrides))]
         if tag and not all(c.isalnum() or c in "-_" for c in tag):
             out.append(Problem(f"{where}.configs.{tag}", "a tag is letters, digits, '-' and '_'", "value"))
     for k, v in (entry.get("ext_vars") or {}).items() if isinstance(entry.get("ext_vars"), dict) else ():

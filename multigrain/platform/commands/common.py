@@ -71,6 +71,30 @@ def _count(text: str, least: int) -> int:
     return value
 
 
+def finite_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"{text}: expected a finite number")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text}: must be a number more than 0")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    value = finite_float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text}: must be a number of 0 or more")
+    return value
+
+
 def folder(text: str) -> str:
     """argparse type of a folder that must be there (``--jsonnet-path``)."""
     import os

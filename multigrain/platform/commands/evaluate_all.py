@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from multigrain.platform.commands.common import add_reader_arg, positive_int
+from multigrain.platform.commands.common import add_reader_arg, non_negative_float, positive_float, positive_int
 
 
 def register(subparsers) -> None:
@@ -17,8 +17,9 @@ def register(subparsers) -> None:
     p.add_argument("--data", nargs="+", required=True, metavar="PATH",
                    help="data files in the archives' format, or names of the specs' test_sets (e.g. wmt22)")
     p.add_argument("--actors", type=int, help="evaluator actors (default: one per archive, as resources allow)")
-    p.add_argument("--num-cpus", type=float, default=1.0)
-    p.add_argument("--num-gpus", type=float, help="GPUs per actor (default 1 when the cluster has GPUs)")
+    p.add_argument("--num-cpus", type=positive_float, default=1.0)
+    p.add_argument("--num-gpus", type=non_negative_float,
+                   help="GPUs per actor (default 1 when the cluster has GPUs)")
     p.add_argument("--batch-size", type=positive_int, help="default: each spec's data_loader.eval_batch_size")
     add_reader_arg(p)
     p.add_argument("--address")

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 
+from multigrain.platform.commands.common import non_negative_float, positive_float
+
 
 def port_number(text: str) -> int:
     """A TCP port to listen on: 1-65535 (0 would listen on a port nobody is told)."""
@@ -27,30 +29,6 @@ def at_least(minimum: int):
 
     parse.__name__ = "int"
     return parse
-
-
-def finite_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a number") from None
-    if value != value or value in (float("inf"), float("-inf")):
-        raise argparse.ArgumentTypeError(f"{text}: expected a finite number")
-    return value
-
-
-def positive_float(text: str) -> float:
-    value = finite_float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text}: must be a number more than 0")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    value = finite_float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text}: must be a number of 0 or more")
-    return value
 
 
 def register(subparsers) -> None:

@@ -5,7 +5,7 @@ import argparse
 
 
 def register(subparsers) -> None:
-    from multigrain.platform.commands.common import add_spec_args
+    from multigrain.platform.commands.common import add_spec_args, non_negative_float, positive_float
 
     p: argparse.ArgumentParser = subparsers.add_parser(
         "submit", help="train a spec as a Ray job on a cluster (idempotent per spec hash)")
@@ -17,8 +17,8 @@ def register(subparsers) -> None:
     p.add_argument("--working-dir", help="local directory uploaded as the job's working directory")
     p.add_argument("--cwd", help="directory on the cluster the job runs in, e.g. ~/multigrain (the checkout the "
                                  "cluster YAMLs sync, where the specs' relative data paths hold)")
-    p.add_argument("--num-cpus", type=float, default=1.0, help="CPUs reserved for the job")
-    p.add_argument("--num-gpus", type=float,
+    p.add_argument("--num-cpus", type=positive_float, default=1.0, help="CPUs reserved for the job")
+    p.add_argument("--num-gpus", type=non_negative_float,
                    help="GPUs reserved for the job (default 1 if trainer.cuda_device >= 0, else 0)")
     p.add_argument("--retry-failed", action="store_true", help="resubmit when the earlier job FAILED or was STOPPED")
     p.add_argument("--wait", action="store_true", help="wait for the job, print its logs, exit 0 iff it succeeded")
@@ -30,17 +30,13 @@ def cmd_submit(args) -> int:
     from pathlib import Path
 
     from multigrain.platform.commands.common import load_spec_args, spec_stem
-    from multigrain.platform.config import validate
-    from multigrain.platform.errors import SpecError
-    from multigrain.platform.experiment import Experiment
+    from multigrain.platform.experiment import validate_spec
     from multigrain.platform.ray.cluster import load_runtime_env
     from multigrain.platform.ray.jobs import job_details, submit_job, wait_for_job
     from multigrain.platform.specs import spec_hash
 
     spec = load_spec_args(args)
-    problems = validate(spec, Experiment)  # data paths are checked where the job runs
-    if problems:
-        raise SpecError(problems, args.spec)
+    validate_spec(spec, args.spec, check_data_paths=False)  # data paths are checked where the job runs
     for key in ("train_data_path", "validation_data_path", "test_data_path"):
         if isinstance(spec.get(key), str) and not Path(spec[key]).exists():
             print(f"note: {key} {spec[key]} is not here; it must exist where the job runs", file=sys.stderr)

@@ -9,7 +9,8 @@ DEFAULT_BOARD = "benchmarks/results/leaderboard.json"
 
 
 def register(subparsers) -> None:
-    from multigrain.platform.commands.common import JSONNET_TIMEOUT, folder, non_negative_int, positive_int, seconds
+    from multigrain.platform.commands.common import (JSONNET_TIMEOUT, folder, non_negative_float, non_negative_int,
+                                                     positive_int, seconds)
     from multigrain.platform.commands.interrupt import with_sigterm
 
     p: argparse.ArgumentParser = subparsers.add_parser(
@@ -31,7 +32,7 @@ def register(subparsers) -> None:
                         f"nothing; exit 1 if an entry differs")
     p.add_argument("--runs-dir", default="runs", help="where the run directories are (default runs/)")
     p.add_argument("--num-cpus", type=positive_int, help="CPUs of the local Ray (default: all)")
-    p.add_argument("--num-gpus", type=float, metavar="N",
+    p.add_argument("--num-gpus", type=non_negative_float, metavar="N",
                    help="GPUs of the local Ray (default: those it finds); on a machine without one, N "
                         "logical GPUs let entries that ask for a GPU fraction run on the CPU (a rehearsal)")
     p.add_argument("--max-retries", type=non_negative_int, default=2,

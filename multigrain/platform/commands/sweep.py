@@ -46,6 +46,7 @@ def cmd_sweep(args) -> int:
 
     # everything that can be wrong is found before Ray starts or anything is scheduled
     grid = parse_grid(args.grid)
+    refuse_grid_overrides(grid, args.override or [])
     requested = with_gpus_per_trial(parse_resources(args.resources), args.gpus_per_trial)
     if args.address not in (None, "", "local", "auto") and not args.address.startswith(("http://", "https://")):
         check_reachable(args.address)
@@ -98,3 +99,21 @@ def _run_with_display(todo, trials, options, args, console) -> None:
     with Live(trials_table(trials), refresh_per_second=4, console=console) as live:
         run_sweep(todo, options, on_update=lambda _: live.update(trials_table(trials)), **kwargs)
         live.update(trials_table(trials))
+
+
+def refuse_grid_overrides(grid: list, overrides: list[str]) -> None:
+    """A key that both ``-o`` and ``--grid`` set: the grid's values would replace the ``-o`` value
+    in every trial, in silence; which was meant is not for us to guess."""
+    from multigrain.platform.errors import Problem, SpecError
+    from multigrain.platform.specs import parse_override
+
+    given = set()
+    for text in overrides:
+        try:
+            given.add(parse_override(text)[0].lstrip("+"))
+        except SpecError:
+            pass  # reported when the spec is loaded
+    both = [key for key, _ in grid if key in given]
+    if both:
+        raise SpecError([Problem(f"--grid {key}", f"also set by -o {key}; give its values in one place (the grid)",
+                                 "override") for key in both])

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import re
 import time
@@ -30,6 +31,9 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from multigrain.platform.errors import ConfigurationError, MultigrainError, Problem, SpecError
+
+#: the most trials one sweep plans (grid points x seeds): a larger grid is refused, not expanded
+MAX_TRIALS = 1000
 from multigrain.platform.ray.cluster import RemoteError, cluster_resources, monitored_rounds
 
 # ---------------------------------------------------------------------------- sweep: planning
@@ -76,6 +80,11 @@ def expand_sweep(spec: dict, grid: list[tuple[str, list]], seeds: int, name: str
 
     if seeds < 1:
         raise ConfigurationError(f"--seeds {seeds}: expected at least 1")
+    count = math.prod(len(values) for _, values in grid) * seeds
+    if count > MAX_TRIALS:
+        raise ConfigurationError(f"--grid: {count:,} trials ({' x '.join(str(len(v)) for _, v in grid) or '1'} points "
+                                 f"x {seeds} seed{'s' if seeds > 1 else ''}); a sweep runs at most {MAX_TRIALS:,}: "
+                                 f"split it into smaller sweeps")
     keys = [k for k, _ in grid]
     if "seed" in keys and seeds > 1:
         raise ConfigurationError("--grid seed=[...] and --seeds N > 1 both set the seed; use one of them")
@@ -202,8 +211,14 @@ def check_placement(options: dict, trials: list[Trial], cluster: dict[str, float
         if pinned:
             problems.append(f"trainer.cuda_device={pinned[0]}: in a sweep Ray assigns each trial its GPU, which "
                             f"the trial sees as cuda:0; set trainer.cuda_device to null or 0")
-    for key, resource in (("num_cpus", "CPU"), ("num_gpus", "GPU")):
-        want, have = options.get(key, 0) or 0, cluster.get(resource, 0)
+    wanted = [(key, resource, options.get(key, 0) or 0) for key, resource in (("num_cpus", "CPU"), ("num_gpus", "GPU"))]
+    wanted += [(f"resources.{name}", name, amount) for name, amount in (options.get("resources") or {}).items()]
+    if options.get("memory"):
+        wanted.append(("memory", "memory", options["memory"]))
+    if options.get("accelerator_type"):
+        wanted.append(("accelerator_type", f"accelerator_type:{options['accelerator_type']}", 0.001))
+    for key, resource, want in wanted:
+        have = cluster.get(resource, 0)
         if want > have:
             text = f"each trial asks for {key}={want:g} but the cluster has {have:g} {resource}"
             (problems if local else warnings).append(text + ("" if local else "; waiting for the autoscaler"))

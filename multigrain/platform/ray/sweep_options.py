@@ -59,6 +59,14 @@ def parse_resources(text: Optional[str]) -> Optional[dict]:
         v = value.get(k)
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0):
             problems.append(f"--resources: {k} must be a number >= 0, got {json.dumps(v)}")
+    custom = value.get("resources")
+    if custom is not None and not (isinstance(custom, dict) and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in custom.values())):
+        problems.append(f"--resources: resources must be an object of numbers >= 0 (Ray's custom resources), got "
+                        f"{json.dumps(custom)[:60]}")
+    if "accelerator_type" in value and not (isinstance(value["accelerator_type"], str) and value["accelerator_type"]):
+        problems.append(f"--resources: accelerator_type must be a name (e.g. \"A100\"), got "
+                        f"{json.dumps(value['accelerator_type'])[:60]}")
     if isinstance(value.get("num_gpus"), (int, float)) and value["num_gpus"] > 1 and value["num_gpus"] % 1:
         problems.append("--resources: num_gpus above 1 must be a whole number")
     if problems:
