@@ -60,7 +60,7 @@ def machine_memory() -> int:
             text = Path(limit_file).read_text().strip()
         except OSError:
             continue
-        if text.isdigit() and 0 < int(text) < total:
+        if text.isascii() and text.isdigit() and 0 < int(text) < total:
             total = int(text)
     return total
 

@@ -191,7 +191,7 @@ def apply_overrides(spec: dict, overrides: list[str]) -> dict:
         for i, part in enumerate(parts):
             last = i == len(parts) - 1
             if isinstance(node, list):
-                if not part.isdigit() or int(part) >= len(node):
+                if not (part.isascii() and part.isdigit() and len(part) < 10) or int(part) >= len(node):
                     problems.append(Problem(f"override {key}", f"{'.'.join(walked) or 'spec'} is a list of "
                                                                f"{len(node)}; {part!r} is not an index in it", "override"))
                     break
