@@ -149,7 +149,9 @@ def _number_problem(value) -> Optional[str]:
     if isinstance(value, str) and value in NON_FINITE:
         return None
     why = number_problem(value)
-    return f"{why} (write NaN and infinities as \"NaN\", \"Infinity\", \"-Infinity\")" if why and "finite" in why else why
+    if why and "finite" in why:
+        return f"{why} (write NaN and infinities as \"NaN\", \"Infinity\", \"-Infinity\")"
+    return why
 
 
 def _notshown(text: str, error: JsonTextError) -> str:

@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from multigrain.platform.errors import ConfigurationError, MultigrainError, Problem, SpecError
+from multigrain.platform.ray.cluster import RemoteError, cluster_resources, monitored_rounds
 
 #: the most trials one sweep plans (grid points x seeds): a larger grid is refused, not expanded
 MAX_TRIALS = 1000
-from multigrain.platform.ray.cluster import RemoteError, cluster_resources, monitored_rounds
 
 # ---------------------------------------------------------------------------- sweep: planning
 @dataclass
@@ -211,7 +211,8 @@ def check_placement(options: dict, trials: list[Trial], cluster: dict[str, float
         if pinned:
             problems.append(f"trainer.cuda_device={pinned[0]}: in a sweep Ray assigns each trial its GPU, which "
                             f"the trial sees as cuda:0; set trainer.cuda_device to null or 0")
-    wanted = [(key, resource, options.get(key, 0) or 0) for key, resource in (("num_cpus", "CPU"), ("num_gpus", "GPU"))]
+    wanted = [(key, resource, options.get(key, 0) or 0)
+              for key, resource in (("num_cpus", "CPU"), ("num_gpus", "GPU"))]
     wanted += [(f"resources.{name}", name, amount) for name, amount in (options.get("resources") or {}).items()]
     if options.get("memory"):
         wanted.append(("memory", "memory", options["memory"]))
