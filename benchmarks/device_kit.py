@@ -208,17 +208,24 @@ def merge(archive: Path, export: Path, pattern: str = "runs/device/mt/*") -> int
     to ``export`` (at most ``EXPORT_LIMIT`` bytes). Returns the exit status."""
     multigrain = [sys.executable, "-c", "import sys; from multigrain.platform.cli import main; sys.exit(main())"]
     with tempfile.TemporaryDirectory(prefix="device-merge-") as tmp:
-        with tarfile.open(archive) as tar:
-            tar.extractall(tmp, filter="data")
+        try:  # the "data" filter refuses members outside the folder, links out of it, devices
+            with tarfile.open(archive) as tar:
+                tar.extractall(tmp, filter="data")
+        except (tarfile.TarError, OSError) as e:
+            why = " ".join(str(e).split())  # tarfile lists each method it tried on its own line
+            print(f"error: {archive}: not an archive a device call brought back ({type(e).__name__}: {why})",
+                  file=sys.stderr)
+            return 2
         runs = sorted(p for p in Path(tmp).glob(pattern) if (p / "metrics.json").is_file())
         if not runs:
             print(f"{archive}: no run directory under {pattern}", file=sys.stderr)
             return 2
         store = f"sqlite:///{tmp}/merge.db"
-        subprocess.run([*multigrain, "log", *map(str, runs), "--tracking-uri", store], check=True, cwd=ROOT)
         export.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run([*multigrain, "leaderboard", "--all", "--tracking-uri", store, "--export", str(export)],
-                       check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+        for command in (["log", *map(str, runs), "--tracking-uri", store],
+                        ["leaderboard", "--all", "--tracking-uri", store, "--export", str(export)]):
+            if subprocess.run([*multigrain, *command], cwd=ROOT, stdout=subprocess.DEVNULL).returncode:
+                return 2  # the command said why
     size = export.stat().st_size
     print(f"{export}: {len(runs)} runs, {size / 2 ** 20:.2f} MiB; merge with: multigrain leaderboard --import {export}")
     if size > EXPORT_LIMIT:

@@ -61,15 +61,24 @@ def readable_mode() -> int:
 
 def write_board(path: str | Path, recs: list[dict]) -> None:
     """Write the records to ``path`` through a temporary file beside it (never half-written: a full
-    disk leaves neither a temporary file nor a partial ``path``, and is one ConfigurationError)."""
-    path = Path(path)
+    disk leaves neither a temporary file nor a partial ``path``, and is one ConfigurationError).
+    Through a link, the file it names is written (as a shell's ``>``); an existing path that is no
+    regular file (``/dev/stdout``, a pipe, a device) is written straight to, never replaced."""
+    shown, path = path, Path(os.path.realpath(path))
     if not path.parent.is_dir():
-        raise ConfigurationError(f"{path}: the folder {path.parent} does not exist")
+        raise ConfigurationError(f"{shown}: the folder {path.parent} does not exist")
     text = dumps(board(recs))
+    if path.exists() and not path.is_file():
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as e:
+            raise ConfigurationError(f"{shown}: cannot be written ({e.strerror or e}); it is no regular file") from None
+        return
     try:
         fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     except OSError as e:
-        raise ConfigurationError(f"{path}: cannot be written ({e.strerror})") from None
+        raise ConfigurationError(f"{shown}: cannot be written ({e.strerror})") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
@@ -83,7 +92,7 @@ def write_board(path: str | Path, recs: list[dict]) -> None:
         except OSError:
             pass
         if isinstance(e, OSError):
-            raise ConfigurationError(f"{path}: cannot be written ({e.strerror or e}); nothing was written") from None
+            raise ConfigurationError(f"{shown}: cannot be written ({e.strerror or e}); nothing was written") from None
         raise
 
 

@@ -134,6 +134,10 @@ def check_store(uri: str) -> None:
 
     if not isinstance(uri, str) or not uri.strip():
         fail("empty")
+    try:
+        urllib.parse.urlparse(uri).port  # a bracket left open, a port that is no number
+    except ValueError as e:
+        fail(f"cannot be read as a URI ({e})")
     scheme = scheme_of(uri)
     if scheme not in SCHEMES:
         fail(f"unknown scheme {scheme!r} (expected sqlite:///PATH, http(s)://HOST:PORT, a folder, or a database "

@@ -1,6 +1,7 @@
 """benchmarks/device_kit.py without the network: the data archive holds exactly the folders of the
 parts asked for; a missing data folder is refused in one line before any archive is written; a kit
 over the travel limit is refused in one line (its archive stays, to be repacked with fewer parts)."""
+import io
 import sys
 import tarfile
 import zipfile
@@ -196,3 +197,26 @@ def test_the_calls_printed_fit_the_limits_device_session_sh_sets():
         "SESSION_S=570 MT_SEEDS=3 bash benchmarks/device_session.sh mt"]
     assert [line.split('"')[1] for line in device_kit.call_lines(["checks", "mt"])] == [
         "SESSION_S=570 MT_PAIRS=auto MT_BATCH_PAIRS=350 MT_SEEDS=3 bash benchmarks/device_session.sh checks mt"]
+
+
+def test_merge_refuses_an_archive_it_cannot_read_in_one_line(tmp_path, capsys):
+    (tmp_path / "notgz.tar.gz").write_text("notgz")
+    (tmp_path / "empty.tar.gz").write_bytes(b"")
+    (tmp_path / "a.txt").write_text("hi")
+    for name, member in (("outside.tar.gz", "../a.txt"), ("link.tar.gz", "link")):
+        with tarfile.open(tmp_path / name, "w:gz") as tar:
+            info = tarfile.TarInfo(member)
+            if member == "link":
+                info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+                tar.addfile(info)
+            else:
+                info.size = 2
+                tar.addfile(info, io.BytesIO(b"hi"))
+    export = tmp_path / "out" / "export.json"
+    for name, why in (("notgz.tar.gz", "ReadError"), ("empty.tar.gz", "ReadError"), ("missing.tar.gz", "FileNotFound"),
+                      ("outside.tar.gz", "OutsideDestinationError"), ("link.tar.gz", "AbsoluteLinkError")):
+        assert device_kit.merge(tmp_path / name, export) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {tmp_path / name}: not an archive a device call brought back ({why}")
+        assert err.count("\n") == 1
+    assert not export.parent.exists() and (tmp_path / "a.txt").read_text() == "hi"

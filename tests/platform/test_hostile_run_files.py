@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -172,3 +174,35 @@ def test_compare_does_not_believe_a_tracking_json_copied_from_another_run(runs, 
     assert code == 0, err
     [shown] = json.loads(out)["runs"]
     assert shown["spec_hash"] == (second / "spec_hash").read_text(encoding="utf-8").strip()
+
+
+def test_an_export_through_a_link_or_onto_a_device_never_replaces_it(runs, tmp_path, capsys):
+    uri = f"sqlite:///{tmp_path / 'm.db'}"
+    assert cli(capsys, "log", runs / "a", "--tracking-uri", uri)[0] == 0
+    target = tmp_path / "board.json"
+    target.write_text("old", encoding="utf-8")
+    link = tmp_path / "link.json"
+    link.symlink_to(target.name)
+    assert cli(capsys, "leaderboard", "--all", "--export", link, "--tracking-uri", uri)[0] == 0
+    assert link.is_symlink() and json.loads(target.read_text(encoding="utf-8"))["runs"]  # the file it names, written
+    device = tmp_path / "null"
+    device.symlink_to("/dev/null")
+    assert cli(capsys, "leaderboard", "--all", "--export", device, "--tracking-uri", uri)[0] == 0
+    assert device.is_symlink() and os.path.realpath(device) == "/dev/null" and Path("/dev/null").is_char_device()
+    code, _, err = cli(capsys, "leaderboard", "--all", "--export", "/dev/full", "--tracking-uri", uri)
+    refused(code, err, "/dev/full: cannot be written (No space left on device); it is no regular file")
+    assert Path("/dev/full").is_char_device()
+
+
+@pytest.mark.parametrize("uri, why", [("http://[::1", "Invalid IPv6 URL"), ("http://h:port", "Port could not be cast")])
+def test_a_tracking_uri_that_is_no_uri_is_one_line(capsys, uri, why):
+    for command in (["leaderboard", "--all"], ["compare", "x"]):
+        code, _, err = cli(capsys, *command, "--tracking-uri", uri)
+        refused(code, err, f"tracking URI {uri}: cannot be read as a URI ({why}")
+
+
+@pytest.mark.parametrize("command", [["ui"], ["serve", "run"]])
+def test_an_empty_host_is_refused(capsys, command):
+    with pytest.raises(SystemExit) as e:
+        main([*command, "--host", ""])
+    assert e.value.code == 2 and "an empty one would listen on every interface" in capsys.readouterr().err

@@ -95,6 +95,15 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def host_address(text: str) -> str:
+    """argparse type of the address a server listens on (``--host``): never empty, which servers read
+    as every interface."""
+    if not text.strip() or text != text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r}: expected an address to listen on, e.g. 127.0.0.1 (an empty one "
+                                         f"would listen on every interface)")
+    return text
+
+
 def folder(text: str) -> str:
     """argparse type of a folder that must be there (``--jsonnet-path``)."""
     import os

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from multigrain.platform.commands.common import non_negative_float, positive_float
+from multigrain.platform.commands.common import host_address, non_negative_float, positive_float
 
 
 def port_number(text: str) -> int:
@@ -40,7 +40,7 @@ def register(subparsers) -> None:
                     "process it starts listens on 127.0.0.1 only; Ctrl-C or SIGTERM stops them all.")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
     p.add_argument("--replicas", type=at_least(1), default=1, help="ingress replicas per model (default 1)")
-    p.add_argument("--host", default="127.0.0.1", help="address the HTTP proxy listens on (default 127.0.0.1)")
+    p.add_argument("--host", default="127.0.0.1", type=host_address, help="address the HTTP proxy listens on (default 127.0.0.1)")
     p.add_argument("--port", type=port_number, default=8000, help="HTTP port, 1-65535 (default 8000)")
     p.add_argument("--num-cpus", type=positive_float, default=1.0, help="CPUs per replica (default 1)")
     p.add_argument("--num-gpus", type=non_negative_float,

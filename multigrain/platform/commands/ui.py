@@ -3,6 +3,7 @@ training (runs, not GenAI traces); each experiment's ``leaderboard`` view shows 
 ``leaderboard_score`` (``platform/mlflow_views``)."""
 from __future__ import annotations
 
+from multigrain.platform.commands.common import host_address
 from multigrain.platform.commands.serve import port_number
 
 #: the experiments whose leaderboard view is printed as a link (the others: the runs page's Views menu)
@@ -12,7 +13,8 @@ LINKS_SHOWN = 20
 def register(sub) -> None:
     p = sub.add_parser("ui", help="browse the runs and leaderboards in the MLflow UI (127.0.0.1)")
     p.add_argument("--port", type=port_number, default=5000, help="the TCP port, 1-65535 (default 5000)")
-    p.add_argument("--host", default="127.0.0.1", help="the address it listens on (default: this machine only)")
+    p.add_argument("--host", default="127.0.0.1", type=host_address,
+                   help="the address it listens on (default: this machine only)")
     p.add_argument("--tracking-uri")
     p.set_defaults(func=ui)
 
