@@ -31,7 +31,7 @@ from typing import Optional
 
 from multigrain.platform.errors import ConfigurationError, Problem
 from multigrain.platform.kinds import Reader
-from multigrain.platform.paths import is_there, not_found
+from multigrain.platform.paths import input_problem, is_there, not_found
 
 #: a test set's name: part of metric keys (``test_<name>_bleu``) and of an experiment name (``mt/<name>``)
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*$")
@@ -161,8 +161,8 @@ def with_references(reader, files: list[str], path: str):
                                  f"its references); read the data with a reader of line-aligned references, such "
                                  f"as parallel_refs or tvsub")
     for file in files:
-        if not Path(file).is_file():
-            raise ConfigurationError(f"--references {file}: no such file")
+        if problem := input_problem(file, "reference file"):  # a folder, a pipe, a device: not "no such file"
+            raise ConfigurationError(f"--references {problem}")
     return method(path, list(files))
 
 

@@ -132,3 +132,10 @@ def test_a_plugin_that_exits_at_import_is_an_error(tmp_path, spec_file, capsys, 
     monkeypatch.delitem(sys.modules, "plug_exit", raising=False)
     code, err = cli(capsys, "--include-package", "plug_exit", "validate", spec_file)
     assert code == 2 and "--include-package plug_exit: importing it failed: SystemExit: 0" in err, err
+
+
+def test_leaderboard_json_and_another_format_is_refused(capsys, tmp_path):
+    code, err = cli(capsys, "leaderboard", "--all", "--json", "--format", "md", "--tracking-uri",
+                    f"sqlite:///{tmp_path / 'm.db'}")
+    assert code == 2 and err.strip() == "error: --json and --format md: give one of them"
+    assert not (tmp_path / "m.db").exists()

@@ -192,7 +192,9 @@ def test_references_adds_line_aligned_files(trained, capsys, tmp_path):
     assert code == 2 and out == "" and "Traceback" not in err
     assert f"{short}: {SENTENCES - 1} reference segments, but the source {zh} has {SENTENCES} lines" in err
     code, _, err = cli(capsys, "evaluate", run_dir, zh, "--references", tmp_path / "none.en")
-    assert code == 2 and "--references" in err and "none.en: no such file" in err
+    assert code == 2 and "--references" in err and "none.en: no such reference file" in err
+    code, _, err = cli(capsys, "evaluate", run_dir, zh, "--references", tmp_path)  # a folder is not "no such file"
+    assert code == 2 and f"--references {tmp_path}: not a reference file (a folder or a device)" in err
     for args, message in ((["--test-set", "wmt99"], "has no test set 'wmt99' (it has: cased, tvsub)"),
                           ([zh, "--test-set", "tvsub"], "not both"), ([], "one of them")):
         code, out, err = cli(capsys, "evaluate", run_dir, *args)

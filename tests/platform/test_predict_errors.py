@@ -121,6 +121,7 @@ def test_evaluate_says_how_many_examples_it_scored(run_dir):
     ('{"text": ["张", "三"]}', '"text" must be a non-empty string'),
     ('{"text": {"a": 1}}', '"text" must be a non-empty string'),
     ('{"text": ""}', '"text" must be a non-empty string'),
+    ('{"text": "   "}', '"text" must be a non-empty string, got "   "'),
     ('{"chars": 5}', '"chars" must be a non-empty list of single characters'),
     ('{"chars": ["张三"]}', '"chars" must be a non-empty list of single characters'),
     ('{"text": "张三", "tags": ["O"]}', '"tags" must be a list of one tag per character (2)'),

@@ -119,7 +119,7 @@ class Tagger(CharLatticeModel):
                 raise ValueError('"chars" must be a non-empty list of single characters')
         elif "text" in data:
             text = data["text"]
-            if not isinstance(text, str) or not text:
+            if not isinstance(text, str) or not text.strip():  # as the sentence models: no text to tag
                 raise ValueError(f'"text" must be a non-empty string, got {json.dumps(text)[:40]}')
             chars = list(text)
         else:

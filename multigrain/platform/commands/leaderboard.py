@@ -11,7 +11,7 @@ def register(sub) -> None:
     p.add_argument("task", nargs="?", help="an experiment such as ner/resume, or a task such as ner")
     p.add_argument("--all", action="store_true", help="every experiment of the store")
     p.add_argument("--metric", help="metric key that ranks (default: each run's leaderboard metric)")
-    p.add_argument("--format", choices=FORMATS, default="table")
+    p.add_argument("--format", choices=FORMATS, help="table (the default), md, csv or json")
     p.add_argument("--json", action="store_true", help="the same as --format json")
     p.add_argument("--no-group", action="store_true", help="one row per spec hash instead of per group of seeds")
     p.add_argument("--full-test-only", action="store_true",
@@ -36,6 +36,8 @@ def leaderboard(args) -> int:
         raise ConfigurationError("give a TASK (an experiment such as ner/resume, or a task such as ner) or --all")
     if args.export and not (args.task or args.all):
         raise ConfigurationError("--export: give a TASK or --all too (what to export)")
+    if args.json and args.format not in (None, "json"):
+        raise ConfigurationError(f"--json and --format {args.format}: give one of them")
     from multigrain.platform.tracking import open_store, tracking_uri
 
     uri = tracking_uri(args.tracking_uri)
@@ -68,5 +70,5 @@ def leaderboard(args) -> int:
     from multigrain.platform.leaderboard import leaderboard as rows_of, render
 
     rows = rows_of(task, uri, args.metric, group_seeds=not args.no_group, full_test_only=args.full_test_only)
-    render(task or "all experiments", rows, "json" if args.json else args.format)
+    render(task or "all experiments", rows, "json" if args.json else args.format or "table")
     return 0
