@@ -26,7 +26,6 @@ with the plain ``<tag>`` of the evaluation its own leaderboard row shows (``run_
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Optional
 
 from multigrain.platform.errors import ConfigurationError, Problem
