@@ -22,10 +22,13 @@ ENV = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), o
 
 
 def start_head(temp_dir: str, pidfile: Path) -> int:
-    port, client, node_manager, object_manager, agent, workers = free_ports(6)
+    while True:  # a private range of worker ports, holding none of the other five (Ray refuses an overlap)
+        port, client, node_manager, object_manager, agent, workers = free_ports(6)
+        lo = workers // 100 * 100
+        if not any(lo <= p <= lo + 50 for p in (port, client, node_manager, object_manager, agent)):
+            break
     ports = [f"--ray-client-server-port={client}", f"--node-manager-port={node_manager}",
              f"--object-manager-port={object_manager}", f"--dashboard-agent-listen-port={agent}"]
-    lo = workers // 100 * 100  # a private range of worker ports
     out = subprocess.run(["bash", str(START), str(pidfile), "--head", f"--port={port}", f"--temp-dir={temp_dir}",
                           "--include-dashboard=false", "--num-cpus=1", "--disable-usage-stats",
                           "--node-ip-address=127.0.0.1", f"--min-worker-port={lo}", f"--max-worker-port={lo + 50}",
