@@ -61,6 +61,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from lattice_bert_report import corpus_stats, count_corpus, section  # noqa: E402
+from multigrain.platform.digits import whole_number  # noqa: E402
 
 PRETRAINED = {  # name -> (pre-training spec, encoder for the fine-tuning specs)
     "lattice_bert": ("lattice_bert_{size}", "lattice_bert"),
@@ -275,7 +276,7 @@ def chars_budget(text: str):
         if not seconds > 0:
             raise argparse.ArgumentTypeError(f"fit:SECONDS: expected a positive number of seconds, got {text!r}")
         return ("fit", seconds)
-    if not text.isdigit() or int(text) <= 0:
+    if not whole_number(text):
         raise argparse.ArgumentTypeError(f"expected a positive number of characters or 'all', got {text!r}")
     return int(text)
 

@@ -22,7 +22,7 @@ MAX_DEPTH = 200
 
 _OPENERS = re.compile(r'[\[{"\\]|[\]}]')
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_STRING_OR_DIGITS = re.compile(r'"(?:[^"\\]|\\.)*"|(\d+)')
+_STRING_OR_DIGITS = re.compile(r'"(?:[^"\\]|\\.)*"|([0-9]+)')
 
 
 class JsonTextError(ValueError):

@@ -18,6 +18,7 @@ import warnings
 from pathlib import Path
 from typing import Optional
 
+from multigrain.platform.digits import whole_number
 from multigrain.platform.errors import Problem, SpecError
 
 #: bytes per parameter in training: float32 weights, gradients and two Adam moments
@@ -60,8 +61,9 @@ def machine_memory() -> int:
             text = Path(limit_file).read_text().strip()
         except OSError:
             continue
-        if text.isascii() and text.isdigit() and 0 < int(text) < total:
-            total = int(text)
+        limit = whole_number(text)  # "max": no limit
+        if limit and limit < total:
+            total = limit
     return total
 
 

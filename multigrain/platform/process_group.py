@@ -21,6 +21,7 @@ import sys
 import time
 
 from multigrain.platform import lifeline
+from multigrain.platform.digits import whole_number
 
 GRACE_SECONDS = 5.0
 
@@ -54,7 +55,7 @@ def end_group(grace: float = GRACE_SECONDS) -> None:
 def main(argv: list[str]) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _stop)
-    if len(argv) < 3 or argv[1] != "--" or not argv[0].isdigit():
+    if len(argv) < 3 or argv[1] != "--" or whole_number(argv[0]) is None:
         print("usage: python -m multigrain.platform.process_group PARENT_PID -- COMMAND...", file=sys.stderr)
         return 2
     code = 0

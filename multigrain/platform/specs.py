@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
+from multigrain.platform.digits import whole_number
 from multigrain.platform.errors import ConfigurationError, Problem, SpecError, did_you_mean
 from multigrain.platform.jsonio import too_long_number
 
@@ -191,11 +192,11 @@ def apply_overrides(spec: dict, overrides: list[str]) -> dict:
         for i, part in enumerate(parts):
             last = i == len(parts) - 1
             if isinstance(node, list):
-                if not (part.isascii() and part.isdigit() and len(part) < 10) or int(part) >= len(node):
+                idx: Any = whole_number(part, max_digits=9)
+                if idx is None or idx >= len(node):
                     problems.append(Problem(f"override {key}", f"{'.'.join(walked) or 'spec'} is a list of "
                                                                f"{len(node)}; {part!r} is not an index in it", "override"))
                     break
-                idx: Any = int(part)
             elif isinstance(node, dict):
                 where = ".".join(walked) or "the spec"
                 if adding and last and part in node:

@@ -6,10 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
+from multigrain.platform.digits import whole_number
+
 
 def is_vec_header(fields: list[str]) -> bool:
     """Whether the fields of a file's first line are a ``count dim`` header."""
-    return len(fields) == 2 and all(f.isascii() and f.isdigit() and len(f) < 19 for f in fields)
+    return len(fields) == 2 and all(whole_number(f) is not None for f in fields)
 
 
 def vec_rows(path: str | Path) -> Iterator[tuple[int, list[str]]]:

@@ -21,6 +21,7 @@ import numpy as np
 from multigrain.components.lattice.builder import LatticeBuilder, assemble, char_offsets, file_sha256
 from multigrain.components.lattice.types import Lattice
 from multigrain.platform.vec import is_vec_header
+from multigrain.platform.digits import whole_number
 from multigrain.platform.errors import ConfigurationError
 
 _SEP = "\n"
@@ -55,7 +56,8 @@ def read_word_list(path: str) -> tuple[list[str], list[int]]:
             if line_no == 0 and is_vec_header(parts):
                 continue
             words.append(parts[0])
-            freqs.append(int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 1)
+            frequency = whole_number(parts[1]) if len(parts) > 1 else None
+            freqs.append(1 if frequency is None else frequency)
     return words, freqs
 
 

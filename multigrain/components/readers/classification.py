@@ -8,6 +8,7 @@ from multigrain.components.readers.files import read_lines, read_text, shorten
 from multigrain.components.readers.sentence import SentenceReader
 from multigrain.components.text import split_chars
 from multigrain.platform.data import Instance
+from multigrain.platform.digits import whole_number
 from multigrain.platform.errors import DataError
 from multigrain.platform.kinds import Reader
 
@@ -78,11 +79,11 @@ class ThucNewsTitlesReader(TextClassificationReader):
             text, class_id = fields
             label = class_id
             if names is not None:
-                if not (class_id.isascii() and class_id.isdigit() and len(class_id) <= 9) or \
-                        int(class_id) >= len(names):
+                class_number = whole_number(class_id, max_digits=9)
+                if class_number is None or class_number >= len(names):
                     raise DataError(path, number, f"class id {shorten(class_id)} is not one of 0..{len(names) - 1} "
                                                   f"(class.txt)")
-                label = names[int(class_id)]
+                label = names[class_number]
             yield self._classified(path, number, text, label)
 
     @staticmethod

@@ -121,7 +121,7 @@ class CorpusSource:
 
 def _natural(path: str):
     """Sort key: digit runs compared as numbers (episode 10 after episode 9)."""
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path)]
+    return [int(t) if i % 2 else t for i, t in enumerate(re.split(r"([0-9]+)", path))]
 
 
 def pieces(chars: list[str], limit: int) -> Iterator[list[str]]:

@@ -17,7 +17,7 @@ PATH_EXTRA = 64
 def device(text: str) -> str:
     """argparse type of ``--device``: ``cpu``, ``cuda`` or ``cuda:N``, a GPU only where this machine
     has one (torch is imported only for a GPU)."""
-    match = re.fullmatch(r"(cpu|cuda)(?::(\d+))?", text.strip())
+    match = re.fullmatch(r"(cpu|cuda)(?::([0-9]{1,4}))?", text.strip())
     if not match or (match[1] == "cpu" and match[2] is not None):
         raise argparse.ArgumentTypeError(f"{text!r} is not a device; valid devices: {DEVICES}")
     if match[1] == "cpu":

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+from multigrain.platform.digits import whole_number
 from multigrain.platform.errors import ConfigurationError, MultigrainError
 
 
@@ -35,7 +36,7 @@ def check_reachable(address: str, timeout: float = 3.0) -> None:
     long retry loop when nothing listens there."""
     target = address.split("://", 1)[-1].rstrip("/")
     host, sep, port = target.rpartition(":")
-    if not sep or not (port.isascii() and port.isdigit() and len(port) <= 5):
+    if not sep or whole_number(port, max_digits=5) is None:
         raise ConfigurationError(f"--address {address!r}: expected HOST:PORT (the head's GCS port, 6379 by "
                                  f"default), ray://HOST:10001, 'auto' or 'local'")
     try:

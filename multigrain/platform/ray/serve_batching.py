@@ -29,6 +29,7 @@ import os
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from multigrain.platform.digits import ascii_digits, whole_number
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.jsonio import too_long_number
 
@@ -85,11 +86,11 @@ def _no_constant(name: str):  # NaN, Infinity, -Infinity
 def check_declared_length(declared: str, limit: int) -> None:
     """A request's Content-Length: 400 when it is no number, 413 when it is over ``limit`` bytes."""
     digits = declared.strip()
-    if not (digits.isascii() and digits.isdigit()):
+    if not ascii_digits(digits):
         raise RequestError(400, f"Content-Length {declared!r} is not a number of bytes")
-    if len(digits) > 19 or int(digits) > limit:
-        size = int(digits) if len(digits) <= 19 else "more than 10^19"
-        raise RequestError(413, f"the body is {size} bytes, over the limit of {limit} bytes "
+    size = whole_number(digits, max_digits=19)
+    if size is None or size > limit:
+        raise RequestError(413, f"the body is {'more than 10^19' if size is None else size} bytes, over the limit of {limit} bytes "
                                 f"(multigrain serve --max-body-bytes)")
 
 
@@ -226,6 +227,7 @@ def batch_examples(environ=os.environ) -> int:
     """The most texts of one forward pass of an ingress replica: ``MULTIGRAIN_SERVE_MAX_BATCH``, 64
     when unset (read by ``multigrain serve``, which hands it to the replicas)."""
     text = environ.get(MAX_BATCH_ENV, "").strip() or "64"
-    if not (text.isascii() and text.isdigit() and len(text) < 10) or int(text) < 1:
+    examples = whole_number(text, max_digits=9)
+    if not examples:
         raise ConfigurationError(f"{MAX_BATCH_ENV}={text!r}: expected a whole number of texts, at least 1")
-    return int(text)
+    return examples
