@@ -91,3 +91,14 @@ def output_folder_problem(out: str | Path, markers: tuple[str, ...], reads: tupl
         return (f"{out}: there already, and not an earlier output of this command (it holds no "
                 f"{' or '.join(markers)}); give a new folder, or remove it yourself")
     return None
+
+
+def same_folder(recorded: Optional[str], run_dir: str | Path) -> bool:
+    """Whether a run's recorded ``run_dir`` (an MLflow tag) is ``run_dir``, also when spelt otherwise
+    (``runs/a``, ``./runs/a/`` or its absolute path, read from here)."""
+    if recorded is None:
+        return False
+    try:
+        return recorded == str(run_dir) or os.path.samefile(recorded, run_dir)
+    except (OSError, ValueError):  # no longer there, not from here, or a NUL byte
+        return False

@@ -21,6 +21,8 @@ import json
 from pathlib import PurePath
 from typing import Optional
 
+from multigrain.platform.paths import same_folder
+
 #: tag: the spec hashes a run had before it was extended, oldest first, comma-separated
 HISTORY_TAG = "spec_hash_history"
 #: tag: JSON ``{flattened spec key: value}`` of the keys an extension changed (params cannot change)
@@ -105,6 +107,6 @@ def retire_earlier_rows(client, experiment_id: str, run_dir: str, test_set: str,
     for row in client.search_runs([experiment_id], filter_string=(
             f"tags.test_set = '{test_set}' and tags.leaderboard = 'true' and attributes.status = 'FINISHED'")):
         tags = row.data.tags
-        if row.info.run_id != keep and tags.get("run_dir") == str(run_dir) and tags.get("spec_hash") != digest:
+        if row.info.run_id != keep and same_folder(tags.get("run_dir"), run_dir) and tags.get("spec_hash") != digest:
             client.set_tag(row.info.run_id, "leaderboard", "false")
             client.set_tag(row.info.run_id, "superseded_by", keep)

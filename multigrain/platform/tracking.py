@@ -22,6 +22,7 @@ from typing import Any, Optional
 from multigrain.platform.artifacts import description, write_run_artifacts
 from multigrain.platform.mlflow_views import SCORE_METRIC, prepare_experiment, shown_metric
 from multigrain.platform.papers import paper_number
+from multigrain.platform.paths import same_folder
 from multigrain.platform.store import (EXPERIMENT_TAGS, artifact_root, experiment_id, log_artifact,  # noqa: F401
                                        open_store, sqlite_path)
 from multigrain.platform.store_names import KEY_MAX
@@ -284,7 +285,7 @@ def logged_run(result: dict, uri: Optional[str] = None) -> Optional[str]:
         return None
     runs = client.search_runs([exp.experiment_id], filter_string=f"tags.spec_hash = '{result['spec_hash']}'")
     return next((r.info.run_id for r in runs
-                 if r.data.tags.get("run_dir") == result["run_dir"] and r.info.status == "FINISHED"), None)
+                 if same_folder(r.data.tags.get("run_dir"), result["run_dir"]) and r.info.status == "FINISHED"), None)
 
 
 def unfinished_run(uri: str, ident: dict, digest: str, run_dir: str) -> Optional[str]:
@@ -296,7 +297,7 @@ def unfinished_run(uri: str, ident: dict, digest: str, run_dir: str) -> Optional
     runs = client.search_runs([exp.experiment_id], filter_string=f"tags.spec_hash = '{digest}' and "
                                                                  f"attributes.status != 'FINISHED'",
                               order_by=["attributes.start_time DESC"])
-    return next((r.info.run_id for r in runs if r.data.tags.get("run_dir") == run_dir), None)
+    return next((r.info.run_id for r in runs if same_folder(r.data.tags.get("run_dir"), run_dir)), None)
 
 
 def replay(result: dict, spec: dict, uri: Optional[str] = None) -> str:
@@ -335,7 +336,7 @@ def record_test_set_row(spec: dict, ident: dict, digest: str, run_dir: str, name
     if experiment is not None and reuse:
         for existing in client.search_runs([experiment.experiment_id], filter_string=(
                 f"tags.spec_hash = '{digest}' and tags.test_set = '{name}' and attributes.status = 'FINISHED'")):
-            if existing.data.tags.get("run_dir") == str(run_dir):
+            if same_folder(existing.data.tags.get("run_dir"), run_dir):
                 return existing.info.run_id
     logger = RunLogger(uri, ext_vars=ext_vars)
     run_id = logger.start(spec, row_ident, digest, str(run_dir), leaderboard=True, commit=commit, source=source)

@@ -110,6 +110,8 @@ def test_log_replays_runs_trained_without_tracking(tmp_path):
     assert logged.returncode == 0, logged.stderr
     again = run_cli("log", "run1", cwd=tmp_path)
     assert again.returncode == 0 and "run1: already logged as MLflow run" in again.stdout, again.stderr
+    spelt_otherwise = run_cli("log", "./run1/", str(tmp_path / "run1"), cwd=tmp_path)
+    assert spelt_otherwise.stdout.count("already logged as MLflow run") == 2, spelt_otherwise.stdout
     assert "Warning" not in again.stderr, again.stderr  # no library's notes to itself (pydantic's on importing mlflow)
     from mlflow.tracking import MlflowClient
 

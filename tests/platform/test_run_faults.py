@@ -114,7 +114,8 @@ def test_sigterm_stops_like_ctrl_c_and_resume_continues_the_same_mlflow_run(tmp_
     assert proc.returncode == 130 and "interrupted" in err, err
     client, runs = mlflow_runs(db)
     assert [r.info.status for r in runs] == ["KILLED"]
-    subprocess.run(cli("train", spec, "-s", tmp_path / "run", "--resume", "--tracking-uri", uri), check=True,
+    # the directory spelt otherwise (relative, a trailing slash) is the same run
+    subprocess.run(cli("train", spec, "-s", "./run/", "--resume", "--tracking-uri", uri), check=True,
                    env=env(), cwd=tmp_path, capture_output=True)
     client, runs = mlflow_runs(db)
     assert [r.info.status for r in runs] == ["FINISHED"]

@@ -176,6 +176,7 @@ def tag_run(client, r: SuiteRun, run_id: str, result: dict, when: Optional[float
     ``device`` or ``date`` the run has already (written where it trained) is kept."""
     from mlflow.entities import RunTag
 
+    from multigrain.platform.paths import same_folder
     from multigrain.platform.suite import run_tags
 
     had = client.get_run(run_id).data.tags
@@ -187,7 +188,7 @@ def tag_run(client, r: SuiteRun, run_id: str, result: dict, when: Optional[float
     rows = client.search_runs(experiments, filter_string=f"tags.spec_hash = '{r.spec_hash}' and "
                                                          f"tags.evaluated_on LIKE '%'") if experiments else []
     for row in rows:
-        if row.data.tags.get("run_dir") == run_dir:
+        if same_folder(row.data.tags.get("run_dir"), run_dir):
             client.log_batch(row.info.run_id, tags=tags, synchronous=True)
 
 
