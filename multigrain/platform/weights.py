@@ -49,6 +49,26 @@ def regular_file(path: Path, what: str = "checkpoint", where: str = "") -> None:
                                  f"written by torch.save")
 
 
+def torch_file(path: Path, what: str = "checkpoint", where: str = "") -> None:
+    """``regular_file``, and whole as a torch zip file (its central directory, a pickle in it): a
+    truncated, empty or foreign file is refused without reading its tensors (``load_weights`` reads
+    and checks those)."""
+    import zipfile
+
+    regular_file(path, what, where)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+    except zipfile.BadZipFile:
+        empty = os.path.getsize(path) == 0
+        raise ConfigurationError(f"{where}{path}: not a multigrain {what}, or damaged "
+                                 f"({'an empty file' if empty else 'a truncated or damaged torch zip file'})") from None
+    except OSError as e:
+        raise ConfigurationError(f"{where}{path}: cannot read the {what} ({e.strerror})") from None
+    if not any(name.endswith("/data.pkl") for name in names):
+        raise ConfigurationError(f"{where}{path}: not a multigrain {what} (a zip file that torch.save did not write)")
+
+
 def _allowed_globals() -> list:
     """The NumPy types that checkpoints written before the RNG states were stored as tensors need
     (NumPy's state as an array), nothing else."""
@@ -188,7 +208,8 @@ def save_weights(obj, path) -> None:
 def write_atomically(path: Path, write: Callable, binary: bool = True) -> None:
     """``write(file)`` into ``path.tmp``, flushed to the disk, then renamed over ``path``. On any
     failure ``path.tmp`` is removed and ``path`` is left as it was; an OSError (a full disk, a
-    quota, a read-only file system) becomes a ConfigurationError naming ``path``."""
+    quota, a read-only file system) becomes a ConfigurationError naming ``path``, and Ctrl-C or
+    SIGTERM during a write stays a ``KeyboardInterrupt``."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     sink: Optional[_RecordingWriter] = None
@@ -207,6 +228,8 @@ def write_atomically(path: Path, write: Callable, binary: bool = True) -> None:
         cause = sink.error if sink is not None and sink.error is not None else e
         if isinstance(cause, OSError):
             raise ConfigurationError(write_failure(path, cause)) from None
+        if isinstance(cause, KeyboardInterrupt):
+            raise KeyboardInterrupt from None
         raise
 
 
@@ -247,23 +270,24 @@ def write_failure(path: Path, error: OSError) -> str:
 
 
 class _RecordingWriter:
-    """A file's ``write``/``flush`` that remembers the OSError a write raised: torch's zip writer
-    turns it into a RuntimeError (``unexpected pos``) that no longer says the disk is full."""
+    """A file's ``write``/``flush`` that remembers the OSError a write raised, or the Ctrl-C or
+    SIGTERM (``KeyboardInterrupt``) that came during it: torch's zip writer turns either into a
+    RuntimeError (``unexpected pos``) that no longer says the disk is full, or that the user stopped."""
 
     def __init__(self, f):
         self.f = f
-        self.error: Optional[OSError] = None
+        self.error: Optional[BaseException] = None
 
     def write(self, data):
         try:
             return self.f.write(data)
-        except OSError as e:
+        except (OSError, KeyboardInterrupt) as e:
             self.error = e
             raise
 
     def flush(self):
         try:
             self.f.flush()
-        except OSError as e:
+        except (OSError, KeyboardInterrupt) as e:
             self.error = e
             raise

@@ -270,6 +270,34 @@ def test_a_full_disk_leaves_no_tmp_and_the_file_as_it_was(tmp_path, monkeypatch)
     assert not (tmp_path / "m.json").exists() and not (tmp_path / "m.json.tmp").exists()
 
 
+def test_ctrl_c_inside_torch_save_is_an_interrupt_and_the_file_stays(tmp_path, monkeypatch):
+    """Ctrl-C or SIGTERM (a KeyboardInterrupt) in a write of torch.save's zip writer: torch's
+    ``__exit__`` then failed with ``RuntimeError: unexpected pos``, a traceback and exit 1."""
+    import io
+
+    from multigrain.platform import weights
+
+    target = tmp_path / "last.pt"
+    save_weights({"w": torch.ones(3)}, target)
+    before, real_fdopen = target.read_bytes(), os.fdopen
+
+    class Interrupted(io.FileIO):
+        writes = 0
+
+        def write(self, data):
+            Interrupted.writes += 1
+            if Interrupted.writes == 3:
+                raise KeyboardInterrupt
+            return super().write(data)
+
+    monkeypatch.setattr(weights.os, "fdopen", lambda fd, mode, **kw: Interrupted(fd, mode) if mode == "wb" else
+                        real_fdopen(fd, mode, **kw))
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        save_weights({"w": torch.ones(100_000), "v": torch.zeros(10)}, target)
+    assert type(stopped.value) is KeyboardInterrupt and Interrupted.writes == 3
+    assert target.read_bytes() == before and not (tmp_path / "last.pt.tmp").exists()
+
+
 # ------------------------------------------------------------------ links planted in a run directory
 def test_a_tmp_link_is_replaced_never_written_through(tmp_path):
     """A ``.tmp`` that is a symbolic link (planted in a copied run directory) is removed and made

@@ -109,6 +109,24 @@ def test_the_archive_check_refuses_a_damaged_run_before_ray(runs, tmp_path):
     assert lines[1].startswith(f"{empty / 'best.pt'}: not a regular file (a directory)") and len(lines) == 2
 
 
+def test_the_archive_check_refuses_weights_that_are_no_whole_torch_file(runs, tmp_path):
+    import zipfile
+
+    truncated, foreign, nothing = (shutil.copytree(runs / "a", tmp_path / name) for name in ("t", "f", "n"))
+    data = (runs / "a" / "best.pt").read_bytes()
+    (truncated / "best.pt").write_bytes(data[:len(data) // 2])
+    (foreign / "best.pt").unlink()
+    with zipfile.ZipFile(foreign / "best.pt", "w") as archive:
+        archive.writestr("notes.txt", "a zip, but no torch file")
+    (nothing / "best.pt").write_bytes(b"")
+    with pytest.raises(ConfigurationError) as error:
+        check_archives([str(truncated), str(runs / "a"), str(foreign), str(nothing)])
+    assert str(error.value).split("\n") == [
+        f"{truncated / 'best.pt'}: not a multigrain checkpoint, or damaged (a truncated or damaged torch zip file)",
+        f"{foreign / 'best.pt'}: not a multigrain checkpoint (a zip file that torch.save did not write)",
+        f"{nothing / 'best.pt'}: not a multigrain checkpoint, or damaged (an empty file)"]
+
+
 def test_a_damaged_vocabulary_names_the_runs_files(runs, tmp_path, capsys):
     run = copied(runs, tmp_path)
     path = run / "vocabulary" / "vocabulary.json"

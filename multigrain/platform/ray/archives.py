@@ -38,10 +38,11 @@ def check_archives(run_dirs: list[str], data_paths: tuple = (), predicting: bool
 
 def _archive_problem(path: Path, predicting: bool):
     """Why the run directory ``path`` cannot be served or evaluated, else None: checked here so that
-    no replica starts on it (its weights' contents are checked when a replica loads them)."""
+    no replica starts on it (a ``best.pt`` that is no whole torch file, too; its tensors are checked
+    when a replica loads them)."""
     from multigrain.platform.errors import MultigrainError
     from multigrain.platform.runs import Run  # here: importing this module imports no torch
-    from multigrain.platform.weights import regular_file
+    from multigrain.platform.weights import torch_file
 
     if not (path / "config.json").exists():
         return f"{path}: not a multigrain run directory (no config.json)"
@@ -49,7 +50,7 @@ def _archive_problem(path: Path, predicting: bool):
         return f"{path}: no best.pt (did its training finish an epoch?)"
     try:  # the plugins it names must be the user's (--include-package): the replicas get those
         check_recorded(path)
-        regular_file(path / "best.pt")
+        torch_file(path / "best.pt")
         run = Run.open(path)
     except MultigrainError as e:
         return str(e)

@@ -142,12 +142,14 @@ def test_waiting_requests_are_predicted_together_and_a_failure_stays_with_its_re
 
 def fake_archive(directory: Path) -> Path:
     """Enough of a run directory for the checks made before Ray starts: a spec that validates and a
-    ``best.pt`` that is a file (its weights are read by the replicas)."""
+    ``best.pt`` that is a torch file (its weights are read by the replicas)."""
+    import torch
+
     from tests.conftest import resume_tagger_spec
 
     directory.mkdir()
     (directory / "config.json").write_text(json.dumps(resume_tagger_spec(directory.parent / "data")))
-    (directory / "best.pt").write_bytes(b"")
+    torch.save({}, directory / "best.pt")
     return directory
 
 
