@@ -15,7 +15,8 @@ deployment by a ``DeploymentHandle`` (one actor call, as the proxy would make). 
 is the replica's (``ArchivePredictor.answer``: the same limits, 4xx messages, batching and
 long-input replica as through the proxy); this module adds what the proxy did: the body limit
 while it streams in (413), the most requests held at once (429 with Retry-After, as Serve's
-``max_queued_requests``), the end-to-end timeout (408), 404 for a path that names no model, 405
+``max_queued_requests``), the end-to-end timeout (408; 408 too for a body that has not arrived
+within ``BODY_TIMEOUT_S``), 404 for a path that names no model, 405
 for a method other than POST. Access logs are off (a log line per request costs ~1/4 of a short
 request's CPU).
 """
@@ -30,6 +31,9 @@ from typing import Any, Awaitable, Callable, Optional
 from multigrain.platform.ray.serve_batching import RETRY_AFTER_S, Limits, RequestError, check_declared_length
 
 PREFIX = "/predict/"
+#: a body must have arrived within this many seconds of its head (or the request's timeout, when
+#: shorter): a client that sends its body a byte at a time holds one of the replica's request slots
+BODY_TIMEOUT_S = 30.0
 
 #: (status, JSON payload, extra headers) of one answered request
 Answer = tuple[int, Any, Optional[dict]]
@@ -81,6 +85,7 @@ class FrontApp:
                  other: Callable[[str], Any] = lambda name: None):
         self.name, self.answer, self.limits, self.other = name, answer, limits, other
         self.held = 0  # requests being read or answered
+        self.body_timeout_s = BODY_TIMEOUT_S
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         if scope["type"] != "http":  # lifespan is off, websockets are not served
@@ -118,7 +123,14 @@ class FrontApp:
             self.held -= 1
 
     async def _answer(self, name: str, scope: dict, receive: Callable) -> Answer:
-        body = await read_asgi_body(scope, receive, self.limits.max_body_bytes)
+        reading = read_asgi_body(scope, receive, self.limits.max_body_bytes)
+        if self.body_timeout_s >= self.limits.request_timeout_s:  # the request's own timeout comes first
+            body = await reading
+        else:
+            try:
+                body = await asyncio.wait_for(reading, self.body_timeout_s)
+            except asyncio.TimeoutError:
+                raise RequestError(408, f"the body did not arrive within {self.body_timeout_s:g} s") from None
         if name == self.name:
             return await self.answer(body)
         status, payload, headers = await self.other(name).answer.remote(body)

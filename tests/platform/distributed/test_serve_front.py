@@ -81,6 +81,30 @@ def test_body_limit_from_content_length_before_reading_and_while_streaming():
         asyncio.run(read_asgi_body(scope(), receiver([]), 100))
 
 
+def test_a_body_that_does_not_arrive_in_time_is_408_and_frees_its_slot():
+    app = FrontApp("m", echo, Limits(max_body_bytes=100, max_ongoing_requests=1, max_queued_requests=0,
+                                     request_timeout_s=5.0))
+    app.body_timeout_s = 0.1
+
+    async def trickle():
+        await asyncio.sleep(1.0)  # a client sending its body too slowly
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def answered(receive):
+        sent = []
+
+        async def send(message):
+            sent.append(message)
+
+        await app(scope(), receive, send)
+        return sent[0]["status"], json.loads(sent[1]["body"])
+
+    started = time.monotonic()
+    assert asyncio.run(answered(trickle)) == (408, {"error": "the body did not arrive within 0.1 s"})
+    assert time.monotonic() - started < 0.9 and app.held == 0
+    assert asyncio.run(answered(receiver([b'{"instances": [{"text": "a"}]}']))) == (200, {"predictions": ["A"]})
+
+
 def test_requests_over_the_limit_are_429_and_a_slow_answer_is_408():
     async def slow(body):
         await asyncio.sleep(float(body))
