@@ -21,7 +21,7 @@ from typing import Annotated, Callable, Literal, Optional
 import numpy as np
 import torch
 
-from multigrain.platform import checkpoints, compiling
+from multigrain.platform import checkpoints, compiling, interruption
 from multigrain.platform.adversarial import AdversarialConfig, FastGradient
 from multigrain.platform.averaging import MovingAverage
 from multigrain.platform.batching import BatchIterator
@@ -271,6 +271,7 @@ class Trainer:
             desc = f"epoch {epoch + 1}/{self.config.num_epochs}" + (f" from batch {start + 1:,}" if start else "")
             bar = progress(batches, total=num_batches - start, desc=desc)
             for batch, share in bar:
+                interruption.check()  # a Ctrl-C or SIGTERM that Python dropped (platform/interruption.py)
                 batch = move_to(batch, self.device)
                 with self.precision.autocast():
                     out = self.stepped(**batch)

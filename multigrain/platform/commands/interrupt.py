@@ -1,32 +1,29 @@
 """SIGTERM unwinds like Ctrl-C while a command runs, so the ``finally`` that shuts down the
-in-process Ray runs (the default SIGTERM exit would orphan Ray's agents). Only the standard
-library, imported when a command runs."""
+in-process Ray runs (the default SIGTERM exit would orphan Ray's agents); an interrupt that lands
+where Python drops it is raised again by the training loop (``platform/interruption.py``). Only
+the standard library, imported when a command runs."""
 from __future__ import annotations
 
 
-def interrupt(signum, frame):
-    """A signal handler raising ``KeyboardInterrupt``."""
-    raise KeyboardInterrupt
-
-
 class SigtermAsInterrupt:
-    """While inside: SIGTERM raises ``KeyboardInterrupt`` (in the main thread; elsewhere a signal
-    handler cannot be set and nothing changes)."""
+    """While inside: SIGTERM, and Ctrl-C, raise ``KeyboardInterrupt`` (in the main thread; elsewhere
+    a signal handler cannot be set and nothing changes)."""
 
     def __enter__(self):
-        import signal
         import threading
+
+        from multigrain.platform import interruption
 
         self.previous = None
         if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGTERM, interrupt)
+            self.previous = interruption.install()
         return self
 
     def __exit__(self, *exc):
-        import signal
+        from multigrain.platform import interruption
 
         if self.previous is not None:
-            signal.signal(signal.SIGTERM, self.previous)
+            interruption.restore(self.previous)
         return False
 
 

@@ -79,8 +79,8 @@ def cmd_serve(args) -> int:
     import sys
     import time
 
-    from multigrain.platform.commands.interrupt import interrupt
     from multigrain.platform.errors import ConfigurationError
+    from multigrain.platform.interruption import interrupt
     from multigrain.platform.ray.archives import check_archives
     from multigrain.platform.ray.cluster import cluster_resources, connect
     from multigrain.platform.ray.serve import check_fits, check_port_free, replica_resources, start_service

@@ -1,0 +1,47 @@
+"""Ctrl-C and SIGTERM as a ``KeyboardInterrupt`` that is never lost.
+
+Python runs a signal handler between two bytecodes of the main thread. When those are inside a
+``__del__`` or a weakref callback (SQLAlchemy's, as MLflow's objects are collected), the
+``KeyboardInterrupt`` the handler raises is printed as "Exception ignored in ..." and dropped, and
+the command went on as if it had never been stopped: a training ran to its end after ``kill``.
+So the handler also records the request, and the training loop calls ``check()`` at each step: a
+request still pending there raises again. Only the standard library."""
+from __future__ import annotations
+
+import signal
+
+_pending = False
+
+
+def interrupt(signum, frame):
+    """A signal handler: record the request, then raise ``KeyboardInterrupt``."""
+    global _pending
+    _pending = True
+    raise KeyboardInterrupt
+
+
+def check() -> None:
+    """Raise ``KeyboardInterrupt`` when Ctrl-C or SIGTERM came and its interrupt was dropped."""
+    if _pending:
+        raise KeyboardInterrupt
+
+
+def clear() -> None:
+    global _pending
+    _pending = False
+
+
+def install() -> dict:
+    """``interrupt`` for SIGTERM, and for SIGINT where Python's own handler has it (not where it is
+    ignored: a background job of a shell); the handlers it replaced, for ``restore``."""
+    clear()
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, interrupt)}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, interrupt)
+    return previous
+
+
+def restore(previous: dict) -> None:
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
+    clear()
