@@ -90,7 +90,8 @@ def check_declared_length(declared: str, limit: int) -> None:
         raise RequestError(400, f"Content-Length {declared!r} is not a number of bytes")
     size = whole_number(digits, max_digits=19)
     if size is None or size > limit:
-        raise RequestError(413, f"the body is {'more than 10^19' if size is None else size} bytes, over the limit of {limit} bytes "
+        shown = "more than 10^19" if size is None else size
+        raise RequestError(413, f"the body is {shown} bytes, over the limit of {limit} bytes "
                                 f"(multigrain serve --max-body-bytes)")
 
 
