@@ -5,10 +5,12 @@ Python runs a signal handler between two bytecodes of the main thread. When thos
 ``KeyboardInterrupt`` the handler raises is printed as "Exception ignored in ..." and dropped, and
 the command went on as if it had never been stopped: a training ran to its end after ``kill``.
 So the handler also records the request, and the training loop calls ``check()`` at each step: a
-request still pending there raises again. Only the standard library."""
+request still pending there raises again (and Python's "Exception ignored" traceback for it is not
+printed). Only the standard library."""
 from __future__ import annotations
 
 import signal
+import sys
 
 _pending = False
 
@@ -35,13 +37,22 @@ def install() -> dict:
     """``interrupt`` for SIGTERM, and for SIGINT where Python's own handler has it (not where it is
     ignored: a background job of a shell); the handlers it replaced, for ``restore``."""
     clear()
-    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, interrupt)}
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, interrupt), "unraisable": sys.unraisablehook}
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         previous[signal.SIGINT] = signal.signal(signal.SIGINT, interrupt)
+    hook = sys.unraisablehook
+
+    def quiet_interrupts(unraisable) -> None:  # a dropped interrupt is raised again by check()
+        if not (_pending and unraisable.exc_type is KeyboardInterrupt):
+            hook(unraisable)
+
+    sys.unraisablehook = quiet_interrupts
     return previous
 
 
 def restore(previous: dict) -> None:
+    previous = dict(previous)
+    sys.unraisablehook = previous.pop("unraisable")
     for signum, handler in previous.items():
         signal.signal(signum, handler)
     clear()
