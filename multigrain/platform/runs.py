@@ -132,6 +132,8 @@ class Run:
         check_data_parallel(self.trainer, data_parallel)
         resume, extended = plan.decide(resume)
         commit = git_commit()  # at the start: the checkout may move on during a long training
+        if logger is not None:
+            logger.check_experiment(self.identity)
         live = LiveLog(self, logger, on_epoch, resume)
         try:
             result = train_run(self, resume, extended, stop_after_epoch, live, commit, epoch_lines, data_parallel)

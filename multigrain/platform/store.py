@@ -5,8 +5,9 @@ land there. ``tracking`` (runs, leaderboards) builds on this."""
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.store_checks import check_store, is_new_sqlite, sqlite_problem
@@ -53,6 +54,29 @@ def open_store(uri: str, create: bool = True):
     return client
 
 
+@contextmanager
+def adding_runs(uri: str) -> Iterator[None]:
+    """Held while a command looks for a run in the store and adds it when it is not there (``log``,
+    ``leaderboard --import``): two such commands at once on one SQLite store both found nothing and
+    both added it, a duplicate row. A file lock beside the store (not ``open_store``'s, which the
+    adding takes); nothing for other stores."""
+    db = sqlite_path(uri)
+    if db is None:
+        yield
+        return
+    import fcntl
+
+    from multigrain.platform.weights import open_lock
+
+    why = sqlite_problem(db)  # nothing is made beside a file that is no store
+    if why:
+        raise ConfigurationError(f"tracking URI {uri}: {why}")
+
+    with open_lock(db.with_name(db.name + ".adding.lock")) as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
+
+
 def artifact_root(uri: str) -> Optional[Path]:
     """The folder every artifact of a SQLite store lies in (``<its folder>/mlruns``); None for other
     stores (their server or database decides)."""
@@ -83,7 +107,7 @@ def experiment_id(client, name: str) -> str:
     why = experiment_problem(name)
     if why:
         raise ConfigurationError(f"experiment name {why}")
-    exp = client.get_experiment_by_name(name)
+    exp = existing_experiment(client, name)
     if exp is not None:
         return exp.experiment_id
     root = artifact_root(client.tracking_uri)
@@ -97,18 +121,39 @@ def experiment_id(client, name: str) -> str:
         return client.get_experiment_by_name(name).experiment_id
 
 
+def existing_experiment(client, name: str):
+    """The store's experiment ``name``, or None; refused when its artifacts lie outside the store's
+    artifact folder (a store moved or copied from elsewhere: its runs' files would be written there)."""
+    exp = client.get_experiment_by_name(name)
+    root = artifact_root(client.tracking_uri)
+    folder = _local_path(exp.artifact_location) if exp is not None and root is not None else None
+    if folder is not None and not inside(folder, root):
+        raise ConfigurationError(
+            f"experiment {name!r} keeps its artifacts at {exp.artifact_location}, outside the store's artifact "
+            f"folder {root}: the store was moved or copied from elsewhere, and its runs' files would be written "
+            f"there. Use a new store (--tracking-uri sqlite:///NEW.db; leaderboard --export and --import carry "
+            f"the rows over)")
+    return exp
+
+
+def _local_path(location: str) -> Optional[Path]:
+    """The folder of an artifact location (a path or a ``file:`` URI); None for another scheme
+    (a server's)."""
+    import urllib.parse
+
+    parts = urllib.parse.urlparse(location)
+    if parts.scheme == "file":
+        return Path(urllib.parse.unquote(parts.path))
+    return Path(location) if parts.scheme == "" or len(parts.scheme) == 1 else None  # one letter: a drive
+
+
 def log_artifact(client, run_id: str, local_path: str) -> None:
     """``client.log_artifact``, refused (ConfigurationError) when the run's artifacts would land
     outside the store's artifact folder (an experiment whose location leaves the store)."""
-    import urllib.parse
-
     root = artifact_root(client.tracking_uri)
-    if root is not None:
-        where = client.get_run(run_id).info.artifact_uri
-        parts = urllib.parse.urlparse(where)
-        if parts.scheme in ("", "file") or len(parts.scheme) == 1:
-            target = Path(urllib.parse.unquote(parts.path) if parts.scheme == "file" else where) / Path(local_path).name
-            if not inside(target, root):
-                raise ConfigurationError(f"run {run_id}: its artifact {Path(local_path).name} would be written to "
-                                         f"{target.resolve()}, outside the store's artifact folder {root}")
+    folder = _local_path(client.get_run(run_id).info.artifact_uri) if root is not None else None
+    if folder is not None and not inside(folder / Path(local_path).name, root):
+        raise ConfigurationError(f"run {run_id}: its artifact {Path(local_path).name} would be written to "
+                                 f"{(folder / Path(local_path).name).resolve()}, outside the store's artifact "
+                                 f"folder {root}")
     client.log_artifact(run_id, local_path)

@@ -23,8 +23,8 @@ from multigrain.platform.artifacts import description, write_run_artifacts
 from multigrain.platform.mlflow_views import SCORE_METRIC, prepare_experiment, shown_metric
 from multigrain.platform.papers import paper_number
 from multigrain.platform.paths import same_folder
-from multigrain.platform.store import (EXPERIMENT_TAGS, artifact_root, experiment_id, log_artifact,  # noqa: F401
-                                       open_store, sqlite_path)
+from multigrain.platform.store import (EXPERIMENT_TAGS, artifact_root, existing_experiment,  # noqa: F401
+                                       experiment_id, log_artifact, open_store, sqlite_path)
 from multigrain.platform.store_names import KEY_MAX
 
 DEFAULT_DB = "mlruns.db"
@@ -133,6 +133,13 @@ class RunLogger:
         check_store(self.uri)  # a wrong URI fails now, not after the first epoch
         self.client = None
         self.run_id: Optional[str] = None
+
+    def check_experiment(self, ident: dict) -> None:
+        """Before the first batch: the run's experiment, if the store has one, keeps its files inside
+        the store (``store.existing_experiment``); its MLflow run starts only after the first epoch."""
+        client = open_store(self.uri, create=False)
+        if client is not None:
+            existing_experiment(client, experiment_name(ident))
 
     def start(self, spec: dict, ident: dict, digest: str, run_dir: str, leaderboard: bool = True,
               commit: Optional[str] = None, source: Optional[str] = None) -> str:

@@ -2,6 +2,7 @@
 import json
 import subprocess
 import sys
+import time
 
 from multigrain.testing import bilstm_tagger, copy_sentences, tiny_spec
 from tests.conftest import DATA, ROOT, run_cli
@@ -121,6 +122,23 @@ def test_log_replays_runs_trained_without_tracking(tmp_path):
     assert runs[0].data.tags["git_commit"] == "abc123"
     assert abs(runs[0].data.metrics["test_f1"] - result["test"]["f1"]) < 1e-9
     assert [m.step for m in client.get_metric_history(runs[0].info.run_id, "validation_f1")] == [1, 2]
+
+    # two `log`s of one directory at once, into a fresh store: one logs it, the other finds it there
+    from concurrent.futures import ThreadPoolExecutor
+
+    from multigrain.platform.store import adding_runs
+
+    fresh = f"sqlite:///{tmp_path / 'fresh.db'}"
+    with ThreadPoolExecutor(2) as pool:
+        with adding_runs(fresh):  # both wait here, then go one after the other
+            both = [pool.submit(run_cli, "log", "run1", "--tracking-uri", fresh, cwd=tmp_path) for _ in range(2)]
+            time.sleep(3)
+            assert not any(done.done() for done in both)  # waiting for the store
+        outs = [done.result() for done in both]
+    assert [o.returncode for o in outs] == [0, 0], [o.stderr for o in outs]
+    assert sorted("already logged" in o.stdout for o in outs) == [False, True], [o.stdout for o in outs]
+    client = MlflowClient(fresh)
+    assert len(client.search_runs([client.get_experiment_by_name("ner/tiny").experiment_id])) == 1
 
 
 def test_log_names_a_translators_test_sets_by_their_headline_metric():

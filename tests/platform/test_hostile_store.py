@@ -124,6 +124,34 @@ HOSTILE_ROWS = [
 ]
 
 
+def test_a_store_copied_elsewhere_is_refused_before_a_run_writes_into_the_original(layout, capsys):
+    """A copied (or moved) store's experiments keep their artifact folder where the store was: a run
+    would write there. It is refused when the experiment is opened; a training, before its first
+    batch (it was refused after its last epoch)."""
+    import shutil
+
+    from multigrain.platform.store import experiment_id, open_store
+
+    tmp, uri = layout
+    assert cli(capsys, "leaderboard", "--import", board_file(tmp / "b.json", [row()]), "--tracking-uri", uri)[0] == 0
+    (tmp / "copy").mkdir()
+    shutil.copy(tmp / "store" / "m.db", tmp / "copy" / "m.db")
+    copied = open_store(f"sqlite:///{tmp / 'copy' / 'm.db'}")
+    with pytest.raises(Exception, match=(f"experiment 'ner/resume' keeps its artifacts at .*store/mlruns/ner/resume, "
+                                         f"outside the store's artifact folder {tmp / 'copy' / 'mlruns'}: the store "
+                                         f"was moved or copied")):
+        experiment_id(copied, "ner/resume")
+    assert experiment_id(copied, "ner/weibo")  # a new experiment of the copy is its own
+    assert experiment_id(open_store(uri), "ner/resume")  # the original is fine
+    train = copy_sentences(DATA / "resume_ner" / "dev.char.bmes", tmp / "train.bmes", 8)
+    (tmp / "spec.json").write_text(json.dumps(tiny_spec(bilstm_tagger(), {"type": "resume_ner"}, train, train,
+                                                        task="ner", dataset="resume")), encoding="utf-8")
+    code, out, err = cli(capsys, "train", tmp / "spec.json", "-s", tmp / "run", "--tracking-uri",
+                         f"sqlite:///{tmp / 'copy' / 'm.db'}")
+    assert code == 2 and "error: experiment 'ner/resume' keeps its artifacts at" in err and "epoch" not in out
+    assert not (tmp / "run").exists() and everything_under(tmp / "outside") == []
+
+
 def test_a_hostile_row_is_one_error_naming_file_and_row_and_nothing_is_imported(layout, capsys):
     tmp, uri = layout
     first = board_file(tmp / "first.json", [row("old")])

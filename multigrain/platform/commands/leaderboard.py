@@ -50,9 +50,11 @@ def leaderboard(args) -> int:
                                                    args.import_file: "the file --import reads"})
     if args.import_file is not None:
         from multigrain.platform.portable import import_runs, read_board
+        from multigrain.platform.store import adding_runs
 
         runs = read_board(args.import_file)  # every run checked before the store is touched
-        added, there = import_runs(open_store(uri), runs)
+        with adding_runs(uri):
+            added, there = import_runs(open_store(uri), runs)
         print(f"{args.import_file}: imported {added} runs ({there} already in the store) into {uri}", file=sys.stderr)
         if not (args.task or args.all):
             return 0

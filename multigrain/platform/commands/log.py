@@ -16,6 +16,7 @@ def log(args) -> int:
     from multigrain.platform.jsonio import loads
     from multigrain.platform.provenance import ext_vars_problem
     from multigrain.platform.result_check import identity_problem, result_problems, spec_problems
+    from multigrain.platform.store import adding_runs
     from multigrain.platform.store_checks import check_store
     from multigrain.platform.tracking import logged_run, replay, tracking_uri
 
@@ -39,13 +40,15 @@ def log(args) -> int:
         if problem := identity_problem(path, result, spec):
             raise ConfigurationError(f"{path}: cannot be logged: {problem}")
         runs.append((path, dict(result, run_dir=str(path)), spec))
-    check_store(tracking_uri(args.tracking_uri))
+    uri = tracking_uri(args.tracking_uri)
+    check_store(uri)
     for path, result, spec in runs:  # every directory checked before anything is logged
-        known = logged_run(result, args.tracking_uri)
+        with adding_runs(uri):  # another `log` of this directory now waits, then finds it
+            known = logged_run(result, uri)
+            run_id = replay(result, spec, uri) if not known else None
         if known:
             print(f"{path}: already logged as MLflow run {known}; skipped")
             continue
-        run_id = replay(result, spec, args.tracking_uri)
         print(f"{path}: logged as MLflow run {run_id} ({result['task']}/{result['dataset']}, {tested(result)})")
     return 0
 
