@@ -6,20 +6,48 @@ Python runs a signal handler between two bytecodes of the main thread. When thos
 the command went on as if it had never been stopped: a training ran to its end after ``kill``.
 So the handler also records the request, and the training loop calls ``check()`` at each step: a
 request still pending there raises again (and Python's "Exception ignored" traceback for it is not
-printed). Only the standard library."""
+printed).
+
+Inside an import the handler does not raise: C code (torch's, importing NumPy) dropped the
+interrupt and left modules half made, and the command went on to fail later with a wrong error
+("maximum recursion depth" loading a sound checkpoint). The signal is sent again every
+``RETRY_S`` until it lands outside the import. Only the standard library."""
 from __future__ import annotations
 
+import os
 import signal
 import sys
+import threading
 
+RETRY_S = 0.05
+_IMPORT_MACHINERY = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>")
 _pending = False
 
 
 def interrupt(signum, frame):
-    """A signal handler: record the request, then raise ``KeyboardInterrupt``."""
+    """A signal handler: record the request, then raise ``KeyboardInterrupt`` (inside an import:
+    once the import is done)."""
     global _pending
     _pending = True
+    if _importing(frame):
+        again = threading.Timer(RETRY_S, _send_again, (signum,))
+        again.daemon = True
+        again.start()
+        return
     raise KeyboardInterrupt
+
+
+def _importing(frame) -> bool:
+    while frame is not None:
+        if frame.f_code.co_filename in _IMPORT_MACHINERY:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _send_again(signum) -> None:
+    if _pending and signal.getsignal(signum) is interrupt:  # not if the command has ended since
+        os.kill(os.getpid(), signum)
 
 
 def check() -> None:

@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -82,3 +83,53 @@ def test_training_stops_at_the_step_after_a_dropped_interrupt_and_resumes(tmp_pa
     assert not dropped and not (tmp_path / "run" / "metrics.json").exists()
     result = Run(spec, tmp_path / "run").train(resume=True)
     assert result["epochs_completed"] == 3 and [r["epoch"] for r in result["history"]] == [1, 2, 3]
+
+
+def test_an_interrupt_inside_an_import_comes_once_the_import_is_done(tmp_path, monkeypatch):
+    """torch drops a KeyboardInterrupt raised while it imports NumPy, leaving NumPy half made: the
+    handler lets an import finish, then the interrupt comes."""
+    (tmp_path / "interrupted_while_imported.py").write_text(
+        "import os, signal, time\nos.kill(os.getpid(), signal.SIGTERM)\ntime.sleep(0.3)\nDONE = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with SigtermAsInterrupt():
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            import interrupted_while_imported  # noqa: F401
+            time.sleep(5)  # the interrupt comes here
+        assert 0.3 < time.monotonic() - started < 3
+    assert sys.modules["interrupted_while_imported"].DONE
+
+
+def handles_sigterm(pid: int) -> bool:
+    """Whether process ``pid`` has a handler of SIGTERM (Linux: its SigCgt mask)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    caught = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), 16)
+    return bool(caught & (1 << (signal.SIGTERM - 1)))
+
+
+@pytest.mark.parametrize("command", ["predict", "evaluate"])
+def test_sigterm_stops_every_command_as_ctrl_c_does(tmp_path, command):
+    """SIGTERM was the default exit for every command but train, suite, sweep and serve: exit -15,
+    and predict's temporary output stayed."""
+    import subprocess
+
+    from tests.conftest import ROOT
+
+    src = DATA / "resume_ner" / "dev.char.bmes"
+    train = copy_sentences(src, tmp_path / "train.bmes", 8)
+    Run(tiny_spec(bilstm_tagger(), {"type": "resume_ner"}, train, train, train, epochs=1, task="ner"),
+        tmp_path / "run").train()
+    many = tmp_path / "many.bmes"
+    many.write_text(Path(train).read_text(encoding="utf-8") * 2000, encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, "-P", "-m", "multigrain.platform.cli", command, str(tmp_path / "run"),
+                             str(many), "--output-file", str(tmp_path / "out.jsonl")], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "CI": "true", "OMP_NUM_THREADS": "1"})
+    while not handles_sigterm(proc.pid) and proc.poll() is None:  # inside the command
+        time.sleep(0.05)
+    time.sleep(1.0)
+    assert proc.poll() is None
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and err.strip().endswith("interrupted") and "Traceback" not in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["many.bmes", "run", "train.bmes"]

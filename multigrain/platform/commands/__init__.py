@@ -44,16 +44,19 @@ def main(argv=None) -> int:
 
     args.include_package = [*args.include_package, *getattr(args, "include_package_after", [])]
     _plain_warnings()
+    from multigrain.platform.commands.interrupt import SigtermAsInterrupt
+
     try:
-        if args.include_package:
-            import os
+        with SigtermAsInterrupt():  # SIGTERM unwinds like Ctrl-C: temporary files go, runs end KILLED
+            if args.include_package:
+                import os
 
-            from multigrain.platform.plugins import check_sources_before_import, include
+                from multigrain.platform.plugins import check_sources_before_import, include
 
-            check_sources_before_import(args.include_package, _run_dirs_opened(args), os.getcwd())
-            for name in args.include_package:
-                include(name, search_dir=os.getcwd())
-        code = args.func(args) or 0
+                check_sources_before_import(args.include_package, _run_dirs_opened(args), os.getcwd())
+                for name in args.include_package:
+                    include(name, search_dir=os.getcwd())
+            code = args.func(args) or 0
         sys.stdout.flush()  # a full disk or a closed pipe shows here, not as a traceback at exit
         return code
     except MultigrainError as e:

@@ -8,7 +8,6 @@ from multigrain.platform.commands.common import add_reader_arg, non_negative_flo
 
 
 def register(subparsers) -> None:
-    from multigrain.platform.commands.interrupt import with_sigterm
 
     p: argparse.ArgumentParser = subparsers.add_parser(
         "evaluate-all", help="evaluate archives on data files with a pool of Ray actors; record leaderboard rows "
@@ -26,7 +25,7 @@ def register(subparsers) -> None:
     p.add_argument("--tracking-uri")
     p.add_argument("--no-tracking", action="store_true", help="print only; log nothing to MLflow")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=with_sigterm(cmd_evaluate_all))
+    p.set_defaults(func=cmd_evaluate_all)
 
 
 def cmd_evaluate_all(args) -> int:

@@ -1,7 +1,7 @@
-"""SIGTERM unwinds like Ctrl-C while a command runs, so the ``finally`` that shuts down the
-in-process Ray runs (the default SIGTERM exit would orphan Ray's agents); an interrupt that lands
-where Python drops it is raised again by the training loop (``platform/interruption.py``). Only
-the standard library, imported when a command runs."""
+"""SIGTERM unwinds like Ctrl-C while any command runs (``commands.main``), so the ``finally`` that
+shuts down the in-process Ray runs (the default SIGTERM exit would orphan Ray's agents) and no
+temporary file is left; an interrupt that lands where Python drops it is raised again
+(``platform/interruption.py``). Only the standard library, imported when a command runs."""
 from __future__ import annotations
 
 
@@ -25,14 +25,3 @@ class SigtermAsInterrupt:
         if self.previous is not None:
             interruption.restore(self.previous)
         return False
-
-
-def with_sigterm(command):
-    """``command(args)`` run inside ``SigtermAsInterrupt``."""
-    def run(args):
-        with SigtermAsInterrupt():
-            return command(args)
-
-    run.__name__ = command.__name__
-    run.__doc__ = command.__doc__
-    return run

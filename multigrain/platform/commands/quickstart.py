@@ -2,7 +2,6 @@
 print their leaderboards."""
 from __future__ import annotations
 
-from multigrain.platform.commands.interrupt import with_sigterm
 
 QUICKSTART_SPECS = ["jsonnet_configs/ner/resume_quickstart.jsonnet"]
 
@@ -18,7 +17,7 @@ def register(sub) -> None:
     p.add_argument("--jsonnet-timeout", type=seconds, default=JSONNET_TIMEOUT, metavar="SECONDS",
                    help=f"stop evaluating a spec's Jsonnet after this long (default {JSONNET_TIMEOUT:g})")
     p.add_argument("--tracking-uri")
-    p.set_defaults(func=with_sigterm(quickstart))  # SIGTERM stops it like Ctrl-C: the run stays resumable
+    p.set_defaults(func=quickstart)
 
 
 def quickstart(args) -> int:

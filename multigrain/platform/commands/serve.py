@@ -32,7 +32,6 @@ def at_least(minimum: int):
 
 
 def register(subparsers) -> None:
-    from multigrain.platform.commands.interrupt import with_sigterm
 
     p: argparse.ArgumentParser = subparsers.add_parser(
         "serve", help="serve archives over HTTP with Ray Serve: POST /predict/<name>",
@@ -63,7 +62,7 @@ def register(subparsers) -> None:
                              "such replica (default 4000)")
     limits.add_argument("--request-timeout", type=positive_float, default=120.0,
                         help="seconds before a request is answered 408 (default 120)")
-    p.set_defaults(func=with_sigterm(cmd_serve))
+    p.set_defaults(func=cmd_serve)
 
 
 def limits_of(args):

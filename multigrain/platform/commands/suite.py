@@ -11,7 +11,6 @@ DEFAULT_BOARD = "benchmarks/results/leaderboard.json"
 def register(subparsers) -> None:
     from multigrain.platform.commands.common import (JSONNET_TIMEOUT, folder, non_negative_float, non_negative_int,
                                                      positive_int, seconds)
-    from multigrain.platform.commands.interrupt import with_sigterm
 
     p: argparse.ArgumentParser = subparsers.add_parser(
         "suite", help="train every run of a suite file (specs x seeds x configurations) on Ray, or check its "
@@ -41,7 +40,7 @@ def register(subparsers) -> None:
     p.add_argument("--no-tracking", action="store_true")
     p.add_argument("--jsonnet-path", action="append", default=[], metavar="DIR", type=folder)
     p.add_argument("--jsonnet-timeout", type=seconds, default=JSONNET_TIMEOUT, metavar="SECONDS")
-    p.set_defaults(func=with_sigterm(cmd_suite))
+    p.set_defaults(func=cmd_suite)
 
 
 def cmd_suite(args) -> int:

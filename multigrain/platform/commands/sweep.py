@@ -6,7 +6,6 @@ import argparse
 
 def register(subparsers) -> None:
     from multigrain.platform.commands.common import add_spec_args, non_negative_int
-    from multigrain.platform.commands.interrupt import with_sigterm
 
     p = subparsers.add_parser("sweep", help="run a grid x seeds of a spec as Ray tasks; rank the grid points",
                               formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -30,7 +29,7 @@ def register(subparsers) -> None:
                    help="retries of a trial whose worker dies (default 2)")
     p.add_argument("--runs-root", default="runs/sweeps", help="trial run dirs: RUNS_ROOT/<spec name>/<hash8>")
     p.add_argument("--tracking-uri", help="MLflow tracking URI (default sqlite:///mlruns.db)")
-    p.set_defaults(func=with_sigterm(cmd_sweep))
+    p.set_defaults(func=cmd_sweep)
 
 
 def cmd_sweep(args) -> int:
@@ -68,8 +67,9 @@ def cmd_sweep(args) -> int:
         from multigrain.platform.ray.cluster import cluster_resources, connect
         from multigrain.platform.ray.sweep import check_placement, trial_resources
 
-        started = connect(args.address, loopback=args.address in (None, "", "local"), worker_niceness=0)
+        started = False
         try:
+            started = connect(args.address, loopback=args.address in (None, "", "local"), worker_niceness=0)
             cluster = cluster_resources()
             options = trial_resources(requested, spec, cluster)
             for warning in check_placement(options, todo, cluster, local=args.address in (None, "", "local")):

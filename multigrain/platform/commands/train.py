@@ -5,7 +5,6 @@ import json
 import sys
 
 from multigrain.platform.commands.common import add_spec_args, load_spec_args, positive_int
-from multigrain.platform.commands.interrupt import with_sigterm
 
 RESULT_KEYS = ("spec_hash", "run_dir", "finished", "best_epoch", "epochs_completed", "validation", "test", "seconds")
 
@@ -25,7 +24,7 @@ def register(sub) -> None:
                         "sets trainer.workers, which is part of the run's spec and hash (default: the spec's, 1)")
     p.add_argument("--address", help="with more than one worker: the Ray cluster HOST:6379 (default: start Ray in "
                                      "this process, on 127.0.0.1)")
-    p.set_defaults(func=with_sigterm(train))  # SIGTERM stops it like Ctrl-C: the run stays resumable
+    p.set_defaults(func=train)
 
 
 def train(args) -> int:

@@ -104,7 +104,7 @@ def connect(address: Optional[str] = None, loopback: bool = False, worker_nicene
         if chosen:  # read by the raylet this init starts; not left for a later Ray of this process
             os.environ[WORKER_NICENESS_ENV] = str(worker_niceness)
         try:
-            ray.init(address="local", **local_kwargs)
+            _ray_init(address="local", **local_kwargs)
         finally:
             if chosen:
                 os.environ.pop(WORKER_NICENESS_ENV, None)
@@ -120,10 +120,30 @@ def connect(address: Optional[str] = None, loopback: bool = False, worker_nicene
     if address != "auto":
         check_reachable(address)
     try:
-        ray.init(address=address, log_to_driver=False)
+        _ray_init(address=address, log_to_driver=False)
     except (ConnectionError, RuntimeError, ValueError) as e:
         raise ConfigurationError(f"--address {address}: cannot connect to Ray: {e}") from None
     return True
+
+
+def _ray_init(**kwargs) -> None:
+    """``ray.init``, keeping the SIGTERM handler set before it (a command's, which unwinds like
+    Ctrl-C; ``ray.init`` sets one that exits at once, Ray's stack dump and no clean-up), and shutting
+    down what it started when it fails or is interrupted part way (Ray's agents outlived the command)."""
+    import signal
+    import threading
+
+    import ray
+
+    before = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
+    try:
+        ray.init(**kwargs)
+    except BaseException:
+        ray.shutdown()  # also a node started but not yet connected to
+        raise
+    finally:
+        if callable(before):
+            signal.signal(signal.SIGTERM, before)
 
 
 def cluster_resources() -> dict[str, float]:

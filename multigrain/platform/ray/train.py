@@ -83,19 +83,11 @@ class Replicas:
         return cluster_resources().get("GPU", 0) >= 1
 
     def _connect(self) -> None:
-        """Attach to Ray. ``ray.init`` makes SIGTERM exit the process (``sys.exit``); a handler of
-        ours set before (``multigrain train`` turns SIGTERM into Ctrl-C: the run ends KILLED and
-        resumable, as a one-process training does) is put back."""
-        import signal
-        import threading
-
+        """Attach to Ray (``cluster.connect`` keeps ``multigrain train``'s SIGTERM handler: the run
+        ends KILLED and resumable, as a one-process training does)."""
         from multigrain.platform.ray.cluster import connect
 
-        main = threading.current_thread() is threading.main_thread()
-        before = signal.getsignal(signal.SIGTERM) if main else None
         self._started = connect(self.cluster.address, loopback=self.cluster.local) or self._started
-        if callable(before):
-            signal.signal(signal.SIGTERM, before)
 
     @property
     def device(self) -> torch.device:
