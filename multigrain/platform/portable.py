@@ -25,6 +25,8 @@ from multigrain.platform.store_names import (INT64_MAX, KEY_MAX, PARAM_VALUE_MAX
 
 FORMAT, VERSION = "multigrain-leaderboard", 1
 STATUSES = ("FINISHED", "FAILED", "KILLED")
+#: tag of an imported run until all of it is written (a run that keeps it was cut short by a kill)
+IMPORTING_TAG = "portable_importing"
 
 
 #: how the file writes a metric that is no finite number (a diverged training's loss): JSON has no NaN
@@ -212,17 +214,23 @@ def read_board(path: str | Path) -> list[dict]:
 def import_runs(client, runs: list[dict]) -> tuple[int, int]:
     """Add the runs the store does not hold (by id); (imported, already there). All or nothing:
     when writing any run fails, every run this call created is deleted again (their ids with
-    them), so a later import adds them whole. ``runs``: ``read_board``'s, every one checked."""
-    from multigrain.platform.records import known_ids
+    them), so a later import adds them whole; a run an import killed part way (SIGKILL: no
+    clean-up) left is deleted by the next one, which adds it whole. Called under
+    ``store.adding_runs``. ``runs``: ``read_board``'s, every one checked."""
+    from multigrain.platform.records import experiments, known_ids, search
     from multigrain.platform.tracking import experiment_id
 
+    exp_ids = [e.experiment_id for e in experiments(client)]
+    for leftover in search(client, exp_ids, f"tags.{IMPORTING_TAG} = 'true'"):  # no import is writing now
+        client.delete_run(leftover.info.run_id)
     known = known_ids(client)
     todo = [run for run in runs if run["id"] not in known]
     created: list[str] = []
     try:
         for run in todo:
             exp_id = experiment_id(client, run["experiment"])
-            tags = {**run.get("tags", {}), "mlflow.runName": run["name"], "portable_id": run["id"]}
+            tags = {**run.get("tags", {}), "mlflow.runName": run["name"], "portable_id": run["id"],
+                    IMPORTING_TAG: "true"}
             created.append(client.create_run(exp_id, start_time=run["start_time"], tags=tags).info.run_id)
             _write_run(client, created[-1], run)
     except BaseException:
@@ -249,6 +257,7 @@ def _write_run(client, run_id: str, run: dict) -> None:
     if history:
         _log_curves(client, run_id, history, run.get("tags", {}))
     client.set_terminated(run_id, run["status"], end_time=run.get("end_time"))
+    client.delete_tag(run_id, IMPORTING_TAG)
 
 
 def _log_curves(client, run_id: str, history: dict, tags: dict) -> None:

@@ -207,6 +207,28 @@ def test_an_import_failing_midway_leaves_none_of_its_runs(layout, capsys, monkey
     assert code == 0 and "imported 2 runs (0 already in the store)" in err
 
 
+
+def test_a_run_an_import_killed_part_way_left_is_added_whole_by_the_next(layout, capsys):
+    """SIGKILL leaves no clean-up: the run being written stayed RUNNING, without its curves, and
+    every later import counted it as there."""
+    from mlflow.tracking import MlflowClient
+
+    from multigrain.platform.portable import IMPORTING_TAG
+    from multigrain.platform.store import experiment_id, open_store
+
+    tmp, uri = layout
+    client = open_store(uri)
+    cut_short = client.create_run(experiment_id(client, "ner/resume"),
+                                  tags={"portable_id": "b", IMPORTING_TAG: "true", "leaderboard": "true"})
+    code, _, err = cli(capsys, "leaderboard", "--import", board_file(tmp / "two.json", [row("a"), row("b")]),
+                       "--tracking-uri", uri)
+    assert code == 0 and "imported 2 runs (0 already in the store)" in err
+    runs = mlflow_runs(uri)
+    assert sorted((r.data.tags["portable_id"], r.info.status) for r in runs) == [("a", "FINISHED"), ("b", "FINISHED")]
+    assert not any(IMPORTING_TAG in r.data.tags for r in runs)
+    assert cut_short.info.run_id not in {r.info.run_id for r in runs}
+    assert MlflowClient(uri).list_artifacts([r for r in runs if r.data.tags["portable_id"] == "b"][0].info.run_id)
+
 # 3 ------------------------------------------------------------------ multigrain log of wrong types
 def run_dir(folder: Path, config: dict | None = None, **changes) -> Path:
     """A finished run directory as ``train --no-tracking`` leaves it (metrics.json and config.json,
