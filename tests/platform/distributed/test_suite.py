@@ -427,23 +427,29 @@ def test_the_local_ray_of_a_suite_or_sweep_runs_its_trainings_at_the_commands_pr
     suite's trainings ran at a third of their speed beside one ordinary process). ``connect`` with
     ``worker_niceness=0``, as ``suite`` and ``sweep`` call it, starts them at the command's own
     priority, as ``multigrain train`` runs, and leaves no setting behind for a later Ray of the
-    process; without it, Ray's 15."""
+    process; without it, Ray's 15. Either way the SIGTERM handler set before stays (``ray.init``
+    replaces it with one that exits with a stack dump)."""
     import ast
     import os
     import subprocess
     import sys
 
     code = """
-import os, ray
+import os, ray, signal
 from multigrain.platform.ray.cluster import connect
 
 def nice():
     return os.getpriority(os.PRIO_PROCESS, 0)
 
+def mine(signum, frame):  # a command's SIGTERM handler: ray.init replaced it with one of Ray's
+    pass
+
+signal.signal(signal.SIGTERM, mine)
 base, out = nice(), []
 for niceness in (0, None):
     connect(None, loopback=True, worker_niceness=niceness, num_cpus=1, object_store_memory=80 * 1024 * 1024)
-    out += [ray.get(ray.remote(nice).remote()) - base, "RAY_worker_niceness" in os.environ]
+    out += [ray.get(ray.remote(nice).remote()) - base, "RAY_worker_niceness" in os.environ,
+            signal.getsignal(signal.SIGTERM) is mine]
     ray.shutdown()
 print(out + [base])
 """
@@ -452,4 +458,4 @@ print(out + [base])
     assert done.returncode == 0, done.stderr[-2000:]
     *out, base = ast.literal_eval(done.stdout.strip().splitlines()[-1])
     # Ray's 15 is an increment, capped at the highest niceness, 19 (under `nice make test` it is less)
-    assert out == [0, False, min(15, 19 - base), False]
+    assert out == [0, False, True, min(15, 19 - base), False, True]
