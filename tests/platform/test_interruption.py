@@ -40,7 +40,7 @@ def test_an_interrupt_python_drops_is_raised_at_the_next_check(dropped):
         def __del__(self):
             raise ValueError("another exception Python drops")
 
-    hook = sys.unraisablehook
+    hook, handler = sys.unraisablehook, signal.getsignal(signal.SIGTERM)  # Ray's, after an earlier test's Ray
     with SigtermAsInterrupt():
         interruption.check()  # nothing pending
         SignalledWhileCollected()
@@ -51,19 +51,20 @@ def test_an_interrupt_python_drops_is_raised_at_the_next_check(dropped):
         gc.collect()
     assert dropped == [ValueError]  # not the interrupt: it is raised again, not printed
     interruption.check()  # leaving the command clears it
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL and sys.unraisablehook is hook
+    assert signal.getsignal(signal.SIGTERM) is handler and sys.unraisablehook is hook
 
 
 def test_ctrl_c_is_handled_as_sigterm_only_where_python_handles_it():
-    with SigtermAsInterrupt():
-        assert signal.getsignal(signal.SIGINT) is interruption.interrupt
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a background job of a shell: Ctrl-C is not ours
+    was = signal.signal(signal.SIGINT, signal.default_int_handler)  # a test worker may ignore it
     try:
+        with SigtermAsInterrupt():
+            assert signal.getsignal(signal.SIGINT) is interruption.interrupt
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a background job of a shell: Ctrl-C is not ours
         with SigtermAsInterrupt():
             assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGINT, was)
 
 
 def test_training_stops_at_the_step_after_a_dropped_interrupt_and_resumes(tmp_path, dropped):
