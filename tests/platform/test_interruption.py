@@ -134,3 +134,51 @@ def test_sigterm_stops_every_command_as_ctrl_c_does(tmp_path, command):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and err.strip().endswith("interrupted") and "Traceback" not in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["many.bmes", "run", "train.bmes"]
+
+
+def test_a_sigterm_during_ray_init_is_an_interrupt_and_none_is_lost(monkeypatch):
+    """ray.init sets a SIGTERM handler of its own, ``sys.exit(signum)``, for its whole length (exit 15,
+    no clean-up), and one deferred during an import and then sent to it was dropped."""
+    import ray
+
+    from multigrain.platform.ray import cluster
+
+    def exits(**kwargs):
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(signum))
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(1)
+
+    def drops(**kwargs):
+        interruption._pending = True  # deferred, then sent to Ray's handler and dropped
+
+    monkeypatch.setattr(ray, "shutdown", lambda: None)
+    with SigtermAsInterrupt():
+        for init in (exits, drops):
+            monkeypatch.setattr(ray, "init", init)
+            with pytest.raises(KeyboardInterrupt):
+                cluster._ray_init(address="local")
+            assert signal.getsignal(signal.SIGTERM) is interruption.interrupt
+            interruption.clear()
+
+
+def test_after_ray_shutdown_sigterm_is_still_an_interrupt():
+    """ray.shutdown resets the process's SIGTERM action to the default (Python still reports its
+    handler): a SIGTERM in a command's last steps killed it (exit -15)."""
+    import subprocess
+
+    code = """
+import ctypes, os, signal, time
+import ray
+from multigrain.platform.commands.interrupt import SigtermAsInterrupt
+from multigrain.platform.ray import cluster
+ray.shutdown = lambda: ctypes.CDLL(None).signal(signal.SIGTERM, 0)  # as Ray's does, below Python
+with SigtermAsInterrupt():
+    cluster.shutdown()
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+    except KeyboardInterrupt:
+        print("interrupted")
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "interrupted", (done.returncode, done.stderr[-2000:])

@@ -31,10 +31,8 @@ def register(subparsers) -> None:
 def cmd_evaluate_all(args) -> int:
     import json
 
-    import ray
-
     from multigrain.platform.ray.archives import check_archives
-    from multigrain.platform.ray.cluster import connect
+    from multigrain.platform.ray.cluster import connect, shutdown
     from multigrain.platform.ray.evaluate import (evaluate_all, print_evaluations, record_evaluations,
                                                    split_data_arguments)
 
@@ -46,7 +44,7 @@ def cmd_evaluate_all(args) -> int:
                             num_gpus=args.num_gpus, batch_size=args.batch_size, reader=args.reader)
     finally:
         if started:
-            ray.shutdown()
+            shutdown()
     if not args.no_tracking:
         record_evaluations(rows, args.tracking_uri)
     if args.json:

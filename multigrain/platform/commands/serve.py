@@ -98,6 +98,7 @@ def cmd_serve(args) -> int:
     # SIGINT (also when started in the background with SIGINT ignored) unwind to the finally
     signal.signal(signal.SIGTERM, interrupt)
     signal.signal(signal.SIGINT, interrupt)
+    serving = False
     try:
         if local:
             check_fits(len(named), args.replicas, replica_resources(args.num_cpus, args.num_gpus, limits), limits,
@@ -116,10 +117,12 @@ def cmd_serve(args) -> int:
         if args.host not in ("127.0.0.1", "localhost", "::1"):
             print(f"warning: listening on {args.host}; the service has no authentication", file=sys.stderr)
         print("serving; Ctrl-C (or SIGTERM) stops", flush=True)
+        serving = True
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
-        pass
+        if not serving:  # stopped while starting: 'interrupted', exit 130, not 0 as if it had served
+            raise
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not cut the stop short
         signal.signal(signal.SIGTERM, signal.SIG_IGN)

@@ -75,9 +75,7 @@ def cmd_suite(args) -> int:
     outcome = reuse_finished(runs, args.tracking_uri, not args.no_tracking, lambda line: print(line, flush=True))
     if len(outcome) == len(runs):
         return _summary(runs, outcome)
-    import ray
-
-    from multigrain.platform.ray.cluster import check_reachable, connect
+    from multigrain.platform.ray.cluster import check_reachable, connect, shutdown
 
     if args.address not in (None, "", "local", "auto"):
         check_reachable(args.address)
@@ -98,7 +96,7 @@ def cmd_suite(args) -> int:
                             outcome=outcome)
     finally:
         if started:
-            ray.shutdown()
+            shutdown()
     return _summary(runs, outcome)
 
 

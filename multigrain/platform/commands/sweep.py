@@ -62,9 +62,7 @@ def cmd_sweep(args) -> int:
     print(f"sweep {args.spec}: {len(trials)} trials ({len(trials) // args.seeds} grid points x {args.seeds} "
           f"seed{'s' if args.seeds > 1 else ''}){f', {skipped} already finished' if skipped else ''}", flush=True)
     if todo:
-        import ray
-
-        from multigrain.platform.ray.cluster import cluster_resources, connect
+        from multigrain.platform.ray.cluster import cluster_resources, connect, shutdown
         from multigrain.platform.ray.sweep import check_placement, trial_resources
 
         started = False
@@ -78,7 +76,7 @@ def cmd_sweep(args) -> int:
             _run_with_display(todo, trials, options, args, console)
         finally:
             if started:
-                ray.shutdown()
+                shutdown()
     print_summary(trials, console)
     failed = [t for t in trials if t.state == "FAILED" or t.error]
     return 1 if failed else 0

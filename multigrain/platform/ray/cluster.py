@@ -128,22 +128,45 @@ def connect(address: Optional[str] = None, loopback: bool = False, worker_nicene
 
 def _ray_init(**kwargs) -> None:
     """``ray.init``, keeping the SIGTERM handler set before it (a command's, which unwinds like
-    Ctrl-C; ``ray.init`` sets one that exits at once, Ray's stack dump and no clean-up), and shutting
-    down what it started when it fails or is interrupted part way (Ray's agents outlived the command)."""
+    Ctrl-C; ``ray.init`` sets one that exits at once, and no clean-up), and shutting down what it
+    started when it fails or is interrupted part way (Ray's agents outlived the command). A SIGTERM
+    during it is a ``KeyboardInterrupt``, as before and after it."""
     import signal
     import threading
 
     import ray
 
+    from multigrain.platform import interruption
+
     before = signal.getsignal(signal.SIGTERM) if threading.current_thread() is threading.main_thread() else None
     try:
         ray.init(**kwargs)
-    except BaseException:
+    except BaseException as e:
         ray.shutdown()  # also a node started but not yet connected to
+        if isinstance(e, SystemExit) and e.code == signal.SIGTERM and callable(before):
+            raise KeyboardInterrupt from None  # Ray's handler: sys.exit(signum)
         raise
     finally:
         if callable(before):
             signal.signal(signal.SIGTERM, before)
+    if before is interruption.interrupt:
+        interruption.check()  # a SIGTERM deferred during an import, then sent to Ray's handler and dropped
+
+
+def shutdown() -> None:
+    """``ray.shutdown``, then the SIGTERM handler set again: Ray resets the process's own to the
+    default action (while Python still reports its handler), so a SIGTERM in the command's last
+    steps (recording to MLflow, printing) killed it there."""
+    import signal
+    import threading
+
+    import ray
+
+    ray.shutdown()
+    if threading.current_thread() is threading.main_thread():
+        handler = signal.getsignal(signal.SIGTERM)
+        if handler is not None:
+            signal.signal(signal.SIGTERM, handler)
 
 
 def cluster_resources() -> dict[str, float]:

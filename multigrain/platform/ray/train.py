@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 from multigrain.platform.errors import MultigrainError
-from multigrain.platform.ray.cluster import RemoteError, error_text
+from multigrain.platform.ray.cluster import RemoteError, connect, error_text, shutdown
 
 if TYPE_CHECKING:
     import torch
@@ -85,8 +85,6 @@ class Replicas:
     def _connect(self) -> None:
         """Attach to Ray (``cluster.connect`` keeps ``multigrain train``'s SIGTERM handler: the run
         ends KILLED and resumable, as a one-process training does)."""
-        from multigrain.platform.ray.cluster import connect
-
         self._started = connect(self.cluster.address, loopback=self.cluster.local) or self._started
 
     @property
@@ -136,7 +134,7 @@ class Replicas:
                 ray.kill(queue.actor)
             shutil.rmtree(storage, ignore_errors=True)
             if self._started:
-                ray.shutdown()
+                shutdown()
                 self._started = False
         if done is None:
             raise RuntimeError("Ray Train finished without a result from rank 0")
