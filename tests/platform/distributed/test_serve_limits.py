@@ -458,3 +458,27 @@ def test_every_process_listens_on_loopback_and_is_gone_10_s_after_the_stop(serve
     left = {pid: command_of(pid) for pid in alive(session) | in_session(server.process.pid)}
     assert not left, left
     assert "Traceback" not in server.output() and "SIGTERM received" not in server.output()
+
+
+def test_serve_stopped_while_starting_says_interrupted(tmp_path, capsys, monkeypatch):
+    """Ctrl-C or SIGTERM before 'serving': exit 130 and 'interrupted' (it exited 0, as if it had served)."""
+    from multigrain.platform.commands import serve as serve_command
+    from multigrain.platform.ray import cluster, serve
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    stopped = []
+    monkeypatch.setattr(cluster, "connect", lambda *args, **kwargs: False)
+    monkeypatch.setattr(cluster, "cluster_resources", lambda: {"CPU": 2.0, "memory": 8e9})
+    monkeypatch.setattr(serve, "check_fits", lambda *args: None)
+    monkeypatch.setattr(serve, "start_service", interrupted)
+    monkeypatch.setattr(serve_command, "stop", lambda started, local: stopped.append(started))
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        code = cli_main(["serve", str(fake_archive(tmp_path / "run")), "--port", str(free_port())])
+    finally:
+        for s, handler in handlers.items():
+            signal.signal(s, handler)
+    err = capsys.readouterr().err
+    assert code == 130 and err.strip() == "interrupted" and stopped == [False]
