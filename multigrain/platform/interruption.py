@@ -11,29 +11,37 @@ printed).
 Inside an import the handler does not raise: C code (torch's, importing NumPy) dropped the
 interrupt and left modules half made, and the command went on to fail later with a wrong error
 ("maximum recursion depth" loading a sound checkpoint). The signal is sent again every
-``RETRY_S`` until it lands outside the import. Only the standard library."""
+``RETRY_S`` until it lands outside the import, for at most ``MAX_DEFER_S`` (an import that hangs
+is still interrupted). Only the standard library."""
 from __future__ import annotations
 
 import os
 import signal
 import sys
 import threading
+import time
+from typing import Optional
 
 RETRY_S = 0.05
+MAX_DEFER_S = 10.0
 _IMPORT_MACHINERY = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>")
 _pending = False
+_deferred_since: Optional[float] = None
 
 
 def interrupt(signum, frame):
     """A signal handler: record the request, then raise ``KeyboardInterrupt`` (inside an import:
     once the import is done)."""
-    global _pending
+    global _pending, _deferred_since
     _pending = True
-    if _importing(frame):
+    now = time.monotonic()
+    if _importing(frame) and now - (_deferred_since or now) < MAX_DEFER_S:
+        _deferred_since = _deferred_since or now
         again = threading.Timer(RETRY_S, _send_again, (signum,))
         again.daemon = True
         again.start()
         return
+    _deferred_since = None
     raise KeyboardInterrupt
 
 
@@ -57,8 +65,8 @@ def check() -> None:
 
 
 def clear() -> None:
-    global _pending
-    _pending = False
+    global _pending, _deferred_since
+    _pending, _deferred_since = False, None
 
 
 def install() -> dict:

@@ -182,3 +182,15 @@ with SigtermAsInterrupt():
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "interrupted", (done.returncode, done.stderr[-2000:])
+
+
+def test_an_import_that_hangs_is_still_interrupted(tmp_path, monkeypatch):
+    monkeypatch.setattr(interruption, "MAX_DEFER_S", 0.5)
+    (tmp_path / "hangs_when_imported.py").write_text(
+        "import os, signal, time\nos.kill(os.getpid(), signal.SIGTERM)\ntime.sleep(30)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with SigtermAsInterrupt():
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            import hangs_when_imported  # noqa: F401
+        assert 0.4 < time.monotonic() - started < 5
