@@ -86,12 +86,17 @@ def test_training_stops_at_the_step_after_a_dropped_interrupt_and_resumes(tmp_pa
     assert result["epochs_completed"] == 3 and [r["epoch"] for r in result["history"]] == [1, 2, 3]
 
 
+def module_signalled_while_imported(tmp_path, monkeypatch, name: str, seconds: float) -> None:
+    """A module ``name`` whose import sends SIGTERM, then lasts ``seconds`` more."""
+    (tmp_path / f"{name}.py").write_text(
+        f"import os, signal, time\nos.kill(os.getpid(), signal.SIGTERM)\ntime.sleep({seconds})\nDONE = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
 def test_an_interrupt_inside_an_import_comes_once_the_import_is_done(tmp_path, monkeypatch):
     """torch drops a KeyboardInterrupt raised while it imports NumPy, leaving NumPy half made: the
     handler lets an import finish, then the interrupt comes."""
-    (tmp_path / "interrupted_while_imported.py").write_text(
-        "import os, signal, time\nos.kill(os.getpid(), signal.SIGTERM)\ntime.sleep(0.3)\nDONE = True\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    module_signalled_while_imported(tmp_path, monkeypatch, "interrupted_while_imported", 0.3)
     with SigtermAsInterrupt():
         started = time.monotonic()
         with pytest.raises(KeyboardInterrupt):
@@ -186,9 +191,7 @@ with SigtermAsInterrupt():
 
 def test_an_import_that_hangs_is_still_interrupted(tmp_path, monkeypatch):
     monkeypatch.setattr(interruption, "MAX_DEFER_S", 0.5)
-    (tmp_path / "hangs_when_imported.py").write_text(
-        "import os, signal, time\nos.kill(os.getpid(), signal.SIGTERM)\ntime.sleep(30)\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
+    module_signalled_while_imported(tmp_path, monkeypatch, "hangs_when_imported", 30)
     with SigtermAsInterrupt():
         started = time.monotonic()
         with pytest.raises(KeyboardInterrupt):
