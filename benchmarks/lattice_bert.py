@@ -276,9 +276,10 @@ def chars_budget(text: str):
         if not seconds > 0:
             raise argparse.ArgumentTypeError(f"fit:SECONDS: expected a positive number of seconds, got {text!r}")
         return ("fit", seconds)
-    if not whole_number(text):
+    chars = whole_number(text)
+    if not chars:
         raise argparse.ArgumentTypeError(f"expected a positive number of characters or 'all', got {text!r}")
-    return int(text)
+    return chars
 
 
 def main(argv=None) -> int:

@@ -152,8 +152,8 @@ def log_artifact(client, run_id: str, local_path: str) -> None:
     outside the store's artifact folder (an experiment whose location leaves the store)."""
     root = artifact_root(client.tracking_uri)
     folder = _local_path(client.get_run(run_id).info.artifact_uri) if root is not None else None
-    if folder is not None and not inside(folder / Path(local_path).name, root):
-        raise ConfigurationError(f"run {run_id}: its artifact {Path(local_path).name} would be written to "
-                                 f"{(folder / Path(local_path).name).resolve()}, outside the store's artifact "
-                                 f"folder {root}")
+    target = folder / Path(local_path).name if folder is not None else None
+    if target is not None and not inside(target, root):
+        raise ConfigurationError(f"run {run_id}: its artifact {target.name} would be written to {target.resolve()}, "
+                                 f"outside the store's artifact folder {root}")
     client.log_artifact(run_id, local_path)

@@ -8,7 +8,6 @@ from multigrain.platform.commands.common import add_reader_arg, non_negative_flo
 
 
 def register(subparsers) -> None:
-
     p: argparse.ArgumentParser = subparsers.add_parser(
         "evaluate-all", help="evaluate archives on data files with a pool of Ray actors; record leaderboard rows "
                              "in MLflow")

@@ -2,7 +2,6 @@
 print their leaderboards."""
 from __future__ import annotations
 
-
 QUICKSTART_SPECS = ["jsonnet_configs/ner/resume_quickstart.jsonnet"]
 
 

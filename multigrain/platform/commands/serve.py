@@ -32,14 +32,14 @@ def at_least(minimum: int):
 
 
 def register(subparsers) -> None:
-
     p: argparse.ArgumentParser = subparsers.add_parser(
         "serve", help="serve archives over HTTP with Ray Serve: POST /predict/<name>",
         description="Serve archives over HTTP. Without --address, Ray runs in this command and every "
                     "process it starts listens on 127.0.0.1 only; Ctrl-C or SIGTERM stops them all.")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
     p.add_argument("--replicas", type=at_least(1), default=1, help="ingress replicas per model (default 1)")
-    p.add_argument("--host", default="127.0.0.1", type=host_address, help="address the HTTP proxy listens on (default 127.0.0.1)")
+    p.add_argument("--host", default="127.0.0.1", type=host_address,
+                   help="address the HTTP proxy listens on (default 127.0.0.1)")
     p.add_argument("--port", type=port_number, default=8000, help="HTTP port, 1-65535 (default 8000)")
     p.add_argument("--num-cpus", type=positive_float, default=1.0, help="CPUs per replica (default 1)")
     p.add_argument("--num-gpus", type=non_negative_float,
@@ -94,9 +94,8 @@ def cmd_serve(args) -> int:
         raise ConfigurationError("--ingress replica needs the Ray of this command (no --address): on a cluster the "
                                  "replicas run on other machines; use --ingress proxy")
     started = connect(args.address, loopback=local)
-    # ray.init installs its own SIGTERM handler (an abort with a stack dump): SIGTERM and
-    # SIGINT (also when started in the background with SIGINT ignored) unwind to the finally
-    signal.signal(signal.SIGTERM, interrupt)
+    # SIGTERM unwinds to the finally (commands.main's handler, which connect keeps), and so does
+    # SIGINT, also when started in the background with SIGINT ignored
     signal.signal(signal.SIGINT, interrupt)
     serving = False
     try:
