@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import sys
 
-from multigrain.platform.commands import main
+
+def main(argv=None) -> int:
+    """``commands.main``, then a signal during the interpreter's teardown ends the process with the
+    command's exit code (``interruption.end_at_once_with``)."""
+    from multigrain.platform import interruption
+    from multigrain.platform.commands import main as run_command
+
+    code = run_command(argv)
+    interruption.end_at_once_with(code)
+    return code
+
 
 if __name__ == "__main__":
     sys.exit(main())

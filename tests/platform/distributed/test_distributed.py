@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from multigrain.platform.cli import main as cli_main
+from multigrain.platform.commands import main as cli_main
 from multigrain.platform.ray.archives import check_archives
 from multigrain.platform.ray.cluster import cluster_resources, patient_serve_defaults
 from multigrain.platform.ray.evaluate import evaluator_pool

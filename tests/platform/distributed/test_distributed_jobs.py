@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from multigrain.platform.cli import main as cli_main
+from multigrain.platform.commands import main as cli_main
 from multigrain.platform.ray.jobs import list_jobs, wait_for_job
 from multigrain.platform.specs import load_spec, spec_hash
 from tests.conftest import mlflow_runs, resume_tagger_spec, write_spec

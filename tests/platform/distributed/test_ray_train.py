@@ -242,7 +242,7 @@ def test_mixed_precision_names_its_choices(tmp_path):
 
 
 def test_cli_workers_and_address_errors_write_nothing(tmp_path, in_tmp, capsys):
-    from multigrain.platform.cli import main as cli_main
+    from multigrain.platform.commands import main as cli_main
     from tests.conftest import write_spec
 
     spec = write_spec(tmp_path, tagger_spec(tmp_path / "data", epochs=1, workers=1))
@@ -258,7 +258,7 @@ def test_cli_workers_and_address_errors_write_nothing(tmp_path, in_tmp, capsys):
 
 
 def test_cli_workers_replaces_the_specs_value_with_a_note(tmp_path, in_tmp, capsys):
-    from multigrain.platform.cli import main as cli_main
+    from multigrain.platform.commands import main as cli_main
     from tests.conftest import write_spec
 
     spec = write_spec(tmp_path, tagger_spec(tmp_path / "data", epochs=1, workers=2))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from multigrain.platform import suite as suites
-from multigrain.platform.cli import main as cli_main
+from multigrain.platform.commands import main as cli_main
 from multigrain.platform.errors import ConfigurationError, SpecError
 from tests.conftest import alive, in_session, mlflow_runs, resume_tagger_spec, write_spec
 

@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from multigrain.platform.cli import main as cli_main
+from multigrain.platform.commands import main as cli_main
 from tests.conftest import ROOT
 from tests.platform.distributed.test_suite import ray_local  # noqa: F401  (a local Ray of 2 CPUs per module)
 
