@@ -18,7 +18,7 @@ local finetune(task, encoder, pretrained) = {
   configs: { '1k': cuts[task] }, resources: { cpus: 1, memory_gb: 4 },
 };
 // The later Lattice-BERT sections of RESULTS.md (benchmarks/lattice_bert.py --chars-budget N
-// [--batch-size 16]): each budget's pre-trainings ([2400k], [800k-b16], [4m-b16]) and the same
+// [--batch-size 16]): each budget's pre-trainings ([2400k], [800k-b16], [4m-b16], [all-b16]) and the same
 // fine-tunings as [1k] from them ([<budget>-1k]), each budget with its table's models and tasks
 // (MSRA was fine-tuned only at 2.4M characters, the -MSP ablation pre-trained only at 4M).
 local budgets = {
@@ -32,6 +32,11 @@ local budgets = {
   '4m-b16': { pretraining: ['dataset_reader.max_chars=4000000', 'trainer.num_epochs=1', 'data_loader.batch_size=16'],
               models: ['lattice_bert', 'lattice_bert_mlm', 'char_bert'],
               tasks: ['resume_ner', 'chnsenticorp', 'thucnews', 'bq'] },
+  // one whole pass over the corpus (10,809,170 characters) in batches of 16: hours per model on one
+  // CPU thread, resumed from last.pt (written inside the epoch) across sessions
+  'all-b16': { pretraining: ['trainer.num_epochs=1', 'data_loader.batch_size=16'],
+               models: ['lattice_bert', 'char_bert'],
+               tasks: ['resume_ner', 'chnsenticorp', 'thucnews', 'bq'] },
 };
 local pretrained = { lattice_bert: 'lattice_bert_tiny', lattice_bert_mlm: 'lattice_bert_tiny_mlm',
                      char_bert: 'char_bert_tiny' };
