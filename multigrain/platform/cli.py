@@ -6,9 +6,15 @@ import sys
 
 
 def main(argv=None) -> int:
-    """``commands.main``, then a signal during the interpreter's teardown ends the process with the
-    command's exit code (``interruption.end_at_once_with``)."""
-    from multigrain.platform import interruption
+    """``commands.main`` in a process made safe for it (``startup.prepare``: its standard streams,
+    working directory and limits), then a signal during the interpreter's teardown ends the process
+    with the command's exit code (``interruption.end_at_once_with``)."""
+    from multigrain.platform import interruption, startup
+
+    problem = startup.prepare()
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     from multigrain.platform.commands import main as run_command
 
     code = run_command(argv)

@@ -161,11 +161,11 @@ def render(result: dict, fmt: str = "table") -> None:
                 print("| " + " | ".join([key, *map(_cell, values)]) + " |")
             print()
     else:
-        from rich.console import Console
+        from multigrain.platform.console import output_console
         from rich.markup import escape  # '[small]' in a run's name is text, not Rich markup
         from rich.table import Table
 
-        console = Console(width=200)
+        console = output_console(200)
         for title, rows in sections:
             table = Table(title=title)
             for col in [title, *head[1:]]:

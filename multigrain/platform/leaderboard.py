@@ -291,10 +291,10 @@ def render(title: str, board: list[dict], fmt: str = "table", console=None) -> N
     if fmt in ("md", "csv"):
         sys.stdout.write(markdown(board) if fmt == "md" else as_csv(board))
         return
-    from rich.console import Console
+    from multigrain.platform.console import output_console
     from rich.table import Table
 
-    console = console or (Console() if sys.stdout.isatty() else Console(width=200))
+    console = console or output_console(200)
     if not board:
         console.print(f"leaderboard {title}: no finished runs tagged leaderboard=true", markup=False)
         return

@@ -53,6 +53,19 @@ def quiet() -> bool:
     return os.environ.get("CI", "").lower() in ("1", "true", "yes") or os.environ.get("MULTIGRAIN_QUIET") == "1"
 
 
+def interval_problem() -> Optional[str]:
+    """Why ``MULTIGRAIN_PROGRESS_INTERVAL`` is no setting (checked when a command starts), or None."""
+    setting = os.environ.get(INTERVAL_ENV, "").strip().lower()
+    try:
+        value = float(setting) if setting and setting != "off" else 0.0
+    except ValueError:
+        value = math.nan
+    if not 0 <= value < math.inf:
+        return (f"{INTERVAL_ENV}={setting!r}: expected a number of seconds >= 0 (at most {MAX_INTERVAL:.0f} are "
+                f"used) or 'off'")
+    return None
+
+
 def interval() -> float:
     """Seconds between two progress lines without bars: ``MULTIGRAIN_PROGRESS_INTERVAL`` (a
     number of seconds) when set and lower than 30, else 30; ``off``: no lines (the data-parallel

@@ -53,9 +53,14 @@ def _stat(path: str):
 def check_run_dir(path, option: str = "-s", probed: set | None = None) -> None:
     """Refuse, before anything is read, trained or written, a run directory that cannot be one: a
     regular file, a path under a regular file, a place that cannot be written (``/proc``, a
-    read-only file system, no permission) or a name longer than the file system allows. Only a
+    read-only file system, no permission), a name longer than the file system allows, or a path that
+    is no UTF-8. Only a
     probe folder is made (in the nearest existing folder) and removed at once; a folder already in
     ``probed`` is not probed again (many run directories of one root share it)."""
+    try:
+        os.path.abspath(path).encode("utf-8")
+    except UnicodeEncodeError:  # its files and MLflow record the path as UTF-8 text: it failed after training
+        raise _error(option, path, "is no UTF-8 path (it holds a byte that is no UTF-8); rename it") from None
     try:
         _check_run_dir(path, option, probed)
     except OSError as e:  # a loop of symbolic links on the way, a folder we may not look into

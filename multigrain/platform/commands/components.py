@@ -9,7 +9,7 @@ def register(sub) -> None:
 
 
 def components(args) -> int:
-    from rich.console import Console
+    from multigrain.platform.console import output_console
     from rich.table import Table
 
     from multigrain.platform.registry import KINDS, kind_of, load_all
@@ -25,5 +25,5 @@ def components(args) -> int:
             cls_name = f"{entry.cls.__module__}.{entry.cls.__qualname__}"
             where = entry.where.split(" (", 1)[-1].rstrip(")") if "(" in entry.where else ""
             table.add_row(kind, name, cls_name, where)
-    Console(width=200).print(table)
+    output_console(200).print(table)
     return 0

@@ -34,7 +34,7 @@ def cmd_jobs(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
         return 0
-    from rich.console import Console
+    from multigrain.platform.console import output_console
     from rich.table import Table
 
     table = Table(title=f"jobs at {args.address}")
@@ -42,5 +42,5 @@ def cmd_jobs(args) -> int:
         table.add_column(col)
     for r in rows:
         table.add_row(r["submission_id"], r["status"], r["spec"], r["message"][:80])
-    Console(width=160).print(table)
+    output_console(160).print(table)
     return 0

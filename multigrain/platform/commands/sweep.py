@@ -55,9 +55,9 @@ def cmd_sweep(args) -> int:
     check_runs_root(args.runs_root, [t.run_dir for t in trials], "--runs-root")
     plan_trials(trials, resume=args.resume, uri=args.tracking_uri)
     todo = [t for t in trials if t.state == "PENDING"]
-    from rich.console import Console
+    from multigrain.platform.console import output_console
 
-    console = Console(width=None if sys.stdout.isatty() else 160)
+    console = output_console(160)
     skipped = len(trials) - len(todo)
     print(f"sweep {args.spec}: {len(trials)} trials ({len(trials) // args.seeds} grid points x {args.seeds} "
           f"seed{'s' if args.seeds > 1 else ''}){f', {skipped} already finished' if skipped else ''}", flush=True)

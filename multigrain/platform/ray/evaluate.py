@@ -171,10 +171,10 @@ def record_evaluations(rows: list[dict], uri: Optional[str] = None) -> None:
 
 
 def print_evaluations(rows: list[dict], console=None) -> None:
-    from rich.console import Console
+    from multigrain.platform.console import output_console
     from rich.table import Table
 
-    console = console or Console(width=160)
+    console = console or output_console(160)
     keys = sorted({k for r in rows for k in r.get("metrics", {})})
     table = Table(title="evaluate-all")
     for col in ("run dir", "data", "examples", *keys):

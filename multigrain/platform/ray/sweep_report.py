@@ -71,10 +71,10 @@ def trials_table(trials: list[Trial]):
 
 
 def print_summary(trials: list[Trial], console=None) -> None:
-    from rich.console import Console
+    from multigrain.platform.console import output_console
     from rich.table import Table
 
-    console = console or Console(width=160)
+    console = console or output_console(160)
     rows = summarize(trials)
     test_keys = sorted({k for r in rows for k in r["test"]})
     table = Table(title=f"sweep summary: mean ± std over seeds, ranked by dev {rows[0]['metric'] if rows else ''}")
