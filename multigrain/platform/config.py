@@ -31,10 +31,10 @@ import sys
 import typing
 from typing import Annotated, Any, Generic, Literal, TypeVar, Union
 
-from multigrain.platform.errors import ConfigurationError, Problem, SpecError, did_you_mean
+from multigrain.platform.errors import ConfigurationError, Problem, SpecError, did_you_mean, quoted
 from multigrain.platform.hints import Matches, Range, constructor_parameters, describe, implied_bounds
 from multigrain.platform.registry import PLUGIN_HINT, Registrable, broken_plugins_note, load_all
-from multigrain.platform.paths import weights_missing
+from multigrain.platform.paths import input_problem, weights_missing
 
 T = TypeVar("T")
 
@@ -126,7 +126,12 @@ def build(schema: type, spec: Any, path: str = "", validated: bool = False, **ex
 def _join(path: str, key: Any) -> str:
     if isinstance(key, int):
         return f"{path}[{key}]"
-    return f"{path}.{key}" if path else str(key)
+    key = str(key) if len(str(key)) <= MAX_KEY_SHOWN else f"{str(key)[:MAX_KEY_SHOWN - 20]}...({len(str(key)):,} chars)"
+    return f"{path}.{key}" if path else key
+
+
+#: a spec key longer than this is cut where a spec path shows it (an 11 MB key was an 11 MB error line)
+MAX_KEY_SHOWN = 100
 
 
 def _got(value: Any) -> str:
@@ -281,9 +286,9 @@ def _construct_registrable(base: type, value: Any, path: str, errors: list[Probl
         if name not in entries:
             load_all()
         if name not in entries:
-            errors.append(Problem(type_path, f"unknown {kind_base.kind} type {name!r}{did_you_mean(name, entries)}; "
-                                             f"valid choices: {_choices(kind_base)}{broken_plugins_note()}{PLUGIN_HINT}",
-                                  "type"))
+            errors.append(Problem(type_path, f"unknown {kind_base.kind} type {quoted(name)}"
+                                             f"{did_you_mean(name, entries)}; valid choices: {_choices(kind_base)}"
+                                             f"{broken_plugins_note()}{PLUGIN_HINT}", "type"))
             return None
         cls = entries[name].cls
         if not issubclass(cls, base):
@@ -322,7 +327,11 @@ def _construct_class(cls: type, value: Any, path: str, errors: list[Problem], ex
     if not isinstance(value, dict):
         errors.append(Problem(path, f"expected an object for {cls.__name__}, got {_got(value)}", "type"))
         return None
-    params, hints, var_kw = constructor_parameters(cls)
+    try:
+        params, hints, var_kw = constructor_parameters(cls)
+    except ConfigurationError as e:  # a plugin's hint naming a type that does not exist
+        errors.append(Problem(path, str(e), "type"))
+        return None
     kwargs = {}
     for key in value:
         if key not in params and not var_kw:
@@ -361,6 +370,8 @@ def _construct_class(cls: type, value: Any, path: str, errors: list[Problem], ex
     if not build and extras.check_files:
         errors += [Problem(_join(path, name), problem, "file") for name in getattr(cls, "weight_sources", ())
                    if isinstance(value.get(name), str) and (problem := weights_missing(value[name]))]
+        errors += [Problem(_join(path, name), problem, "file") for name in getattr(cls, "input_files", ())
+                   if isinstance(value.get(name), str) and (problem := input_problem(value[name], "file"))]
     if not build or errors:
         return None
     try:
@@ -369,4 +380,7 @@ def _construct_class(cls: type, value: Any, path: str, errors: list[Problem], ex
         raise
     except (ValueError, TypeError, ConfigurationError, OSError) as e:  # OSError: a file the spec names
         errors.append(Problem(path, f"{cls.__name__}: {e}", "value"))
+        return None
+    except Exception as e:  # noqa: BLE001 - a constructor's own failure (a plugin's RuntimeError), at its spec path
+        errors.append(Problem(path, f"{cls.__name__}: {type(e).__name__}: {e}", "value"))
         return None

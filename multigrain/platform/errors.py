@@ -13,6 +13,14 @@ class ConfigurationError(MultigrainError):
     pass
 
 
+class LossNotFinite(MultigrainError, FloatingPointError):
+    """The training loss became NaN or infinite: names the epoch and the steps."""
+
+
+class PluginWarning(UserWarning):
+    """A plugin entry point that failed to load (printed as one ``warning: ...`` line)."""
+
+
 @dataclass(frozen=True)
 class Problem:
     """One thing wrong with a spec: where (``model.encoder.num_heads``; empty for the whole spec,
@@ -58,6 +66,12 @@ class DataError(MultigrainError):
 
     def __reduce__(self):
         return (self.__class__, (self.path, self.line, self.detail))
+
+
+def quoted(text, limit: int = 60) -> str:
+    """``repr`` of ``text`` for an error message, cut to about ``limit`` characters."""
+    text = str(text)
+    return repr(text) if len(text) <= limit else repr(text[:limit - 3] + "...")
 
 
 def did_you_mean(word: str, choices) -> str:

@@ -39,6 +39,10 @@ from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.weights import write_atomically
 
 PLUGINS_FILE = "plugins.json"
+#: a ``plugins.json`` larger than this is damaged (a real one is a few hundred bytes per module)
+MAX_RECORD_BYTES = 1 << 20
+#: components of a module named in an error, at most
+SHOWN_COMPONENTS = 10
 
 #: package name given to ``include`` -> the folder it was imported from (None: from sys.path)
 INCLUDED: dict[str, Optional[str]] = {}
@@ -50,10 +54,11 @@ _SHA256 = re.compile(r"[0-9a-f]{64}\Z")
 def include(name: str, search_dir: Optional[str] = None) -> None:
     """``--include-package``: import module or package ``name`` (from ``search_dir`` when it holds
     it, else from ``sys.path``; see ``registry.import_package``) and remember where it came from."""
-    from multigrain.platform.registry import import_package
+    from multigrain.platform.registry import import_package, plugin_output_to_stderr
 
     try:
-        import_package(name, search_dir)
+        with plugin_output_to_stderr():
+            import_package(name, search_dir)
     except ConfigurationError:
         raise
     except (Exception, SystemExit) as e:  # the module itself failed: a syntax error, an exception, sys.exit()
@@ -143,6 +148,13 @@ def needed_modules(spec: dict) -> list[dict]:
     return out
 
 
+def suspects(spec: dict) -> str:
+    """``; its components from plugins: encoder my_lstm (my_encoders)`` for an error that the
+    spec's plugin code may cause; empty when the spec needs none."""
+    named = [f"{c} ({m['module']})" for m in needed_modules(spec) for c in m["components"]]
+    return f"; its components from plugins: {', '.join(named)}" if named else ""
+
+
 def record(run_dir: Path, spec: dict) -> list[dict]:
     """Write ``plugins.json`` (atomically) when ``spec`` needs plugin modules; returns them."""
     modules = needed_modules(spec)
@@ -168,6 +180,9 @@ def recorded(run_dir: Path) -> list[dict]:
     try:
         from multigrain.platform.jsonio import loads
 
+        if path.stat().st_size > MAX_RECORD_BYTES:
+            raise ValueError(f"{path.stat().st_size:,} bytes, more than a plugin record's {MAX_RECORD_BYTES:,}")
+
         modules = loads(path.read_text(encoding="utf-8"))["modules"]  # deep nesting: an error, no RecursionError
         if not isinstance(modules, list):
             raise ValueError("'modules' is not a list")
@@ -189,10 +204,12 @@ def recorded(run_dir: Path) -> list[dict]:
 def _described(entry: dict) -> str:
     parts = []
     if entry.get("components"):
-        parts.append("providing " + ", ".join(_shown(c) for c in entry["components"]))
+        shown = [_shown(c)[:100] for c in entry["components"][:SHOWN_COMPONENTS]]
+        more = len(entry["components"]) - len(shown)
+        parts.append("providing " + ", ".join(shown) + (f" and {more:,} more" if more > 0 else ""))
     if entry.get("file"):
-        parts.append(f"{PLUGINS_FILE} records it as {_shown(entry['file'])}")
-    return f"{entry['module']!r}" + (f" ({'; '.join(parts)})" if parts else "")
+        parts.append(f"{PLUGINS_FILE} records it as {_shown(entry['file'])[:300]}")
+    return f"{entry['module'][:200]!r}" + (f" ({'; '.join(parts)})" if parts else "")
 
 
 def check_recorded(run_dir: Path) -> None:
@@ -236,19 +253,27 @@ def check_sources_before_import(names: Iterable[str], run_dirs: Iterable, search
     """``--include-package`` of a top-level module for a command that opens ``run_dirs``: its
     source file (found as ``include`` would find it, without importing it) must have the sha256
     that each of those runs recorded for it, else a ConfigurationError before it is imported.
-    Packages' submodules and damaged or absent records are left to ``check_recorded``."""
+    Packages' submodules and damaged or absent records are left to ``check_recorded``. A module or
+    package that would be imported from inside one of ``run_dirs`` is refused: run directories
+    come from others too (their ``plugins.json`` says whatever its author wrote), and never supply
+    code."""
     import importlib.util
     from importlib.machinery import PathFinder
 
+    run_dirs = list(run_dirs)
     origins = {}
     for name in names:
-        if "." in name or name in sys.modules:
+        top = name.split(".")[0]
+        if top in sys.modules:
             continue
         try:
-            spec = (PathFinder.find_spec(name, [search_dir]) if search_dir else None) or importlib.util.find_spec(name)
+            spec = (PathFinder.find_spec(top, [search_dir]) if search_dir else None) or importlib.util.find_spec(top)
         except (ImportError, ValueError):
             continue
-        if spec is not None and spec.origin and Path(spec.origin).is_file():
+        if spec is None:
+            continue
+        _not_from_run_dirs(name, [spec.origin or "", *(spec.submodule_search_locations or [])], run_dirs)
+        if name == top and spec.origin and Path(spec.origin).is_file():
             origins[name] = spec.origin
     for run_dir in run_dirs:
         try:
@@ -258,3 +283,16 @@ def check_sources_before_import(names: Iterable[str], run_dirs: Iterable, search
         for entry in modules:
             if entry["module"] in origins and entry.get("sha256"):
                 _same_source(Path(run_dir), entry, origins[entry["module"]])
+
+
+def _not_from_run_dirs(name: str, places: list[str], run_dirs: list) -> None:
+    """A ConfigurationError when one of ``places`` (a module's file, a package's folders) lies in
+    one of ``run_dirs``."""
+    for run_dir in run_dirs:
+        folder = Path(run_dir).resolve()
+        for place in places:
+            if place and (folder == Path(place).resolve() or folder in Path(place).resolve().parents):
+                raise ConfigurationError(
+                    f"--include-package {name}: it would be imported from {place}, inside the run directory "
+                    f"{run_dir} that this command opens; a run directory never supplies code: run the command "
+                    f"from another folder, or keep the module outside the run")

@@ -46,6 +46,11 @@ def _where(cls: type) -> str:
         return f"{cls.__module__}.{cls.__qualname__}"
 
 
+def _replaces_builtin(old: type, new: type) -> bool:
+    """Whether ``new``, from outside multigrain, would take the name of ``old``, a built-in."""
+    return old.__module__.startswith("multigrain.") and not new.__module__.startswith("multigrain.")
+
+
 class Registrable:
     """Base of every registrable kind. Subclass with ``kind=`` to open a new registry."""
 
@@ -54,6 +59,9 @@ class Registrable:
     #: constructor parameters (each with a default) naming files that only set first weights, left
     #: out when a run directory's model is built to load its own checkpoint (``config.Lazy.construct``)
     weight_sources: ClassVar[tuple[str, ...]] = ()
+    #: constructor parameters naming files read when the component is built (a word list, say):
+    #: ``validate`` checks that each is a file, as it checks ``weight_sources``
+    input_files: ClassVar[tuple[str, ...]] = ()
     _entries: ClassVar[dict[str, Entry]]
 
     def __init_subclass__(cls, kind: str | None = None, **kwargs):
@@ -72,10 +80,17 @@ class Registrable:
         entries = KINDS[cls.kind]._entries
 
         def add(subclass: T) -> T:
+            if not isinstance(subclass, type):
+                raise ConfigurationError(f"{cls.kind} {name!r}: {cls.__name__}.register is given "
+                                         f"{getattr(subclass, '__qualname__', repr(subclass))} "
+                                         f"({getattr(subclass, '__module__', '?')}), which is no class; register "
+                                         f"a subclass of {cls.__name__}")
             old = entries.get(name)
-            if old is not None and not exist_ok and old.cls is not subclass:
+            if old is not None and old.cls is not subclass and (not exist_ok or _replaces_builtin(old.cls, subclass)):
+                overridden = "; a plugin cannot replace a built-in component (one name and one spec hash would " \
+                             "then be two models): register it under a name of its own" if exist_ok else ""
                 raise ConfigurationError(
-                    f"{cls.kind} {name!r} is registered twice: {old.where} and {_where(subclass)}"
+                    f"{cls.kind} {name!r} is registered twice: {old.where} and {_where(subclass)}{overridden}"
                 )
             entries[name] = Entry(name, subclass, _where(subclass))
             subclass.registered_name = name
@@ -107,11 +122,11 @@ class Registrable:
 
 
 def unknown_name_message(kind: str, name: str, choices: list[str], plugin_hint: bool = True) -> str:
-    from multigrain.platform.errors import did_you_mean
+    from multigrain.platform.errors import did_you_mean, quoted
 
     hint = did_you_mean(name, choices)
     listed = ", ".join(sorted(choices)) or "(none registered)"
-    return f"unknown {kind} type {name!r}{hint}; valid choices: {listed}{broken_plugins_note()}{PLUGIN_HINT if plugin_hint else ''}"
+    return f"unknown {kind} type {quoted(name)}{hint}; valid choices: {listed}{broken_plugins_note()}{PLUGIN_HINT if plugin_hint else ''}"
 
 
 #: the end of every "unknown <kind> type" message: where components of one's own come from
@@ -155,17 +170,30 @@ def load_plugins() -> list[str]:
     import warnings
     from importlib.metadata import entry_points
 
+    from multigrain.platform.errors import PluginWarning
+
     loaded = []
     for ep in entry_points(group=PLUGIN_GROUP):
         try:
-            ep.load()
-        except Exception as e:
+            with plugin_output_to_stderr():
+                ep.load()
+        except (Exception, SystemExit) as e:  # sys.exit() in a plugin: not the command's exit
             BROKEN_PLUGINS.append(f"{ep.name} ({ep.value}): {type(e).__name__}: {e}")
-            warnings.warn(f"multigrain plugin entry point {ep.name!r} ({ep.value}) failed to load: {e}")
+            warnings.warn(f"multigrain plugin entry point {ep.name!r} ({ep.value}) failed to load: "
+                          f"{type(e).__name__}: {e}", PluginWarning)
             continue
         loaded.append(ep.value)
     LOADED_PLUGINS.extend(loaded)
     return loaded
+
+
+def plugin_output_to_stderr():
+    """While a plugin module is imported: what it prints goes to stderr, so that ``predict``'s
+    JSON lines and ``evaluate --json`` on stdout stay machine-readable."""
+    import contextlib
+    import sys
+
+    return contextlib.redirect_stdout(sys.stderr)
 
 
 def reset_plugins() -> None:

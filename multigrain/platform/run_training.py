@@ -89,7 +89,8 @@ def train_run(run, resume: bool, extended: bool, stop_after_epoch: Optional[int]
                                  f"{exp.trainer.metric_name!r}; it reports {', '.join(sorted(reported))}")
     train_batches = batches_for(model, train, exp.data_loader, exp.seed, True)  # checks max_tokens
     check_model_reads(model, {"validation_dataset_reader": dev, "test_dataset_reader": test,
-                              **{f"test_sets.{name}": s for name, s in test_sets.items()}})
+                              **{f"test_sets.{name}": s for name, s in test_sets.items()}},
+                      train=train, suspects=plugins.suspects(run.spec))
 
     replicas = data_parallel(run, exp.trainer.workers) if exp.trainer.workers > 1 else None
     device = pick_device(exp.trainer.cuda_device)  # this process's: the final evaluation's

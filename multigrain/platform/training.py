@@ -29,6 +29,7 @@ from multigrain.platform.checkpoints import atomic_save, load_checkpoint, rng_st
 from multigrain.platform.config import Lazy, build
 from multigrain.platform.data_parallel import Replica
 from multigrain.platform.devices import move_to, pick_device
+from multigrain.platform.errors import LossNotFinite
 from multigrain.platform.evaluation import evaluate
 from multigrain.platform.hints import Matches, Range
 from multigrain.platform.kinds import Model, Optimizer, Scheduler
@@ -316,11 +317,13 @@ class Trainer:
     @staticmethod
     def _checked_loss(total: torch.Tensor, epoch: int, checked: int, count: int, bar) -> float:
         """The epoch's loss sum so far, read from the device (the one sync point of a stretch of
-        steps); non-finite: a FloatingPointError naming the epoch and the steps since the last check."""
+        steps); non-finite: ``LossNotFinite`` naming the epoch and the steps since the last check."""
         value = float(total)
         if not math.isfinite(value):
             steps = f"step {count}" if count == checked + 1 else f"steps {checked + 1}-{count}"
-            raise FloatingPointError(f"epoch {epoch + 1}, {steps}: the loss became {value}")
+            raise LossNotFinite(f"epoch {epoch + 1}, {steps}: the loss became {value}; a lower "
+                                f"trainer.optimizer.lr or trainer.grad_clipping may help, unless a component "
+                                f"computes it")
         if bar is not None and hasattr(bar, "set_postfix"):
             bar.set_postfix(loss=f"{value / max(1, count):.4f}", refresh=False)
         return value

@@ -17,9 +17,10 @@ def is_vec_header(fields: list[str]) -> bool:
 def vec_rows(path: str | Path) -> Iterator[tuple[int, list[str]]]:
     """(1-based line number, [token, number, ...]) of every vector line; the header and lines
     without numbers are skipped."""
-    with open(path, encoding="utf-8", errors="strict") as f:
-        for n, line in enumerate(f, 1):
-            fields = line.rstrip("\n").rstrip(" ").split(" ")
-            if (n == 1 and is_vec_header(fields)) or len(fields) < 2:
-                continue
-            yield n, fields
+    from multigrain.platform.data import read_lines
+
+    for n, line in read_lines(str(path)):  # UTF-8, no NUL, bounded lines: a DataError naming the line
+        fields = line.rstrip(" ").split(" ")
+        if (n == 1 and is_vec_header(fields)) or len(fields) < 2:
+            continue
+        yield n, fields

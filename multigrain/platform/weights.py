@@ -67,6 +67,9 @@ def torch_file(path: Path, what: str = "checkpoint", where: str = "") -> None:
         raise ConfigurationError(f"{where}{path}: cannot read the {what} ({e.strerror})") from None
     if not any(name.endswith("/data.pkl") for name in names):
         raise ConfigurationError(f"{where}{path}: not a multigrain {what} (a zip file that torch.save did not write)")
+    with open(path, "rb") as f:
+        if problem := _compressed_member(f, os.path.getsize(path)):
+            raise ConfigurationError(f"{where}{path}: not a multigrain {what} ({problem})")
 
 
 def _allowed_globals() -> list:
@@ -119,6 +122,8 @@ def load_weights(path, what: str = "checkpoint", device="cpu", where: str = "") 
                                      f"is a file written by torch.save")
         if info.st_size == 0:
             raise ConfigurationError(f"{where}{path}: not a multigrain {what}, or damaged (an empty file)")
+        if problem := _compressed_member(f, info.st_size):  # inflating one took 3 GB before torch said so
+            raise ConfigurationError(f"{where}{path}: not a multigrain {what} ({problem})")
         try:
             with warnings.catch_warnings(), torch.serialization.safe_globals(_allowed_globals()):
                 warnings.simplefilter("ignore")  # torch's notes on pickle protocols: the error says it
@@ -129,6 +134,26 @@ def load_weights(path, what: str = "checkpoint", device="cpu", where: str = "") 
     if not isinstance(state, dict):
         raise ConfigurationError(f"{where}{path}: not a multigrain {what} (holds a {type(state).__name__})")
     return state
+
+
+def _compressed_member(f, size: int) -> Optional[str]:
+    """Why the torch zip file ``f`` (``size`` bytes) is none that torch.save wrote, read from its
+    central directory alone: torch.save stores every member uncompressed, so a compressed member, or
+    one larger than the file, is a zip bomb or a foreign file. None when it is no zip at all (torch
+    names that) or every member is stored."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(f) as archive:
+            for member in archive.infolist():
+                if member.compress_type != zipfile.ZIP_STORED or member.file_size > size:
+                    return (f"its member {member.filename[:80]!r} is compressed, {member.file_size:,} bytes in "
+                            f"{member.compress_size:,}; torch.save stores tensors uncompressed")
+    except (zipfile.BadZipFile, ValueError, OverflowError):
+        return None
+    finally:
+        f.seek(0)
+    return None
 
 
 def tensor_dict(state: dict, path, where: str = "", entry: str = "") -> dict:

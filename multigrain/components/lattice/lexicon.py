@@ -22,7 +22,9 @@ from multigrain.components.lattice.builder import LatticeBuilder, assemble, char
 from multigrain.components.lattice.types import Lattice
 from multigrain.platform.vec import is_vec_header
 from multigrain.platform.digits import whole_number
+from multigrain.platform.data import read_lines
 from multigrain.platform.errors import ConfigurationError
+from multigrain.platform.paths import input_problem
 
 _SEP = "\n"
 # Characters that start no lexicon word but are frequent in text: pyahocorasick finds a node's
@@ -48,16 +50,15 @@ def read_word_list(path: str) -> tuple[list[str], list[int]]:
     """First whitespace-separated token of each line, and the integer in column 2 when there is
     one (jieba's frequency; else 1). A ``.vec`` header line "count dim" is skipped."""
     words, freqs = [], []
-    with open(path, encoding="utf-8", errors="strict") as f:
-        for line_no, line in enumerate(f):
-            parts = line.split(maxsplit=2)
-            if not parts:
-                continue
-            if line_no == 0 and is_vec_header(parts):
-                continue
-            words.append(parts[0])
-            frequency = whole_number(parts[1]) if len(parts) > 1 else None
-            freqs.append(1 if frequency is None else frequency)
+    for number, line in read_lines(path):  # UTF-8, no NUL, bounded lines: a DataError naming the line
+        parts = line.split(maxsplit=2)
+        if not parts:
+            continue
+        if number == 1 and is_vec_header(parts):
+            continue
+        words.append(parts[0])
+        frequency = whole_number(parts[1]) if len(parts) > 1 else None
+        freqs.append(1 if frequency is None else frequency)
     return words, freqs
 
 
@@ -112,6 +113,8 @@ class LexiconBuilder(LatticeBuilder):
       embedding: pass the ``.vec`` file).
     """
 
+    input_files = ("lexicon_path", "vocabulary_path")
+
     def __init__(
         self,
         lexicon_path: Optional[str] = None,
@@ -122,8 +125,8 @@ class LexiconBuilder(LatticeBuilder):
         if min_length < 1 or max_length < min_length:
             raise ConfigurationError(f"lexicon: need 1 <= min_length <= max_length, got {min_length}, {max_length}")
         for p in (lexicon_path, vocabulary_path):
-            if p is not None and not os.path.exists(p):
-                raise ConfigurationError(f"lexicon: file not found: {p}")
+            if p is not None and (problem := input_problem(p, "word list file")):  # a FIFO would block
+                raise ConfigurationError(f"lexicon: {problem}")
         self.lexicon_path = lexicon_path
         self.min_length = min_length
         self.max_length = max_length

@@ -10,6 +10,7 @@ from multigrain.components.readers.files import in_fraction
 from multigrain.platform.data import Instance
 from multigrain.platform.errors import ConfigurationError, DataError
 from multigrain.platform.kinds import Reader
+from multigrain.platform.weights import file_kind
 
 SPLITS = ("all", "train", "dev", "test")
 
@@ -112,8 +113,9 @@ class FileReader(Reader):
         return self.split == "train"
 
     def _kept(self, path: str) -> Iterator[Instance]:
-        if not os.path.isfile(path):
-            raise DataError(path, None, "no such file")
+        if not os.path.isfile(path):  # a FIFO would block, a device never ends
+            raise DataError(path, None, f"not a data file ({file_kind(os.stat(path).st_mode)})"
+                            if os.path.exists(path) else "no such file")
         if self.max_instances is not None and self.max_instances <= 0:
             return
         parsed = kept = 0

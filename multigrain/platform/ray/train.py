@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from multigrain.platform.errors import MultigrainError
+from multigrain.platform.errors import LossNotFinite, MultigrainError
 from multigrain.platform.ray.cluster import RemoteError, connect, error_text, shutdown
 
 if TYPE_CHECKING:
@@ -225,7 +225,7 @@ def _worker_error(error: BaseException) -> BaseException:
         if isinstance(cause, MultigrainError):
             return RemoteError(str(cause))
         if isinstance(cause, FloatingPointError):
-            return FloatingPointError(str(cause))
+            return LossNotFinite(str(cause))
     lines = [f"rank {rank}: {line(failures[rank])}" for rank in sorted(failures)]
     return RuntimeError("Ray Train workers failed:\n" + "\n".join(lines))
 
