@@ -10,7 +10,8 @@ minutes of MLflow's retries and a traceback:
   retries are also kept short in this process (``HTTP_DEFAULTS``) unless the user set them;
 - a database URI whose driver is not installed (SQLAlchemy's dialect names it), or where nothing
   answers;
-- a file store (a folder), which MLflow 3.17 refuses unless ``MLFLOW_ALLOW_FILE_STORE`` is true.
+- a file store (a folder), which MLflow 3.17 refuses unless ``MLFLOW_ALLOW_FILE_STORE`` is true;
+- an ``MLFLOW_*`` environment variable MLflow cannot parse (``mlflow_env``).
 
 Imports no MLflow (SQLAlchemy, for a database URI only)."""
 from __future__ import annotations
@@ -128,9 +129,14 @@ _REACHED: set[str] = set()
 
 def check_store(uri: str) -> None:
     """Raise one ConfigurationError naming ``uri`` and why it cannot be a tracking store. Cheap:
-    a few file system calls; an HTTP store is connected to once per process."""
+    a few file system calls; an HTTP store is connected to once per process. Before it, one naming an
+    MLflow environment variable MLflow cannot parse."""
     def fail(why: str):
         raise ConfigurationError(f"tracking URI {uri}: {why}")
+
+    from multigrain.platform.mlflow_env import check_mlflow_env
+
+    check_mlflow_env()
 
     if not isinstance(uri, str) or not uri.strip():
         fail("empty")
