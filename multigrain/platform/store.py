@@ -21,7 +21,8 @@ def open_store(uri: str, create: bool = True):
     file lock beside it, before any writer uses it: trainings started together on a fresh store do
     not race to create it. Its folder must exist; a file there that is not a SQLite database is an
     error and never written over; with ``create`` false (read-only commands) a missing (or empty)
-    store is None and nothing is created."""
+    store is None and nothing is created. A reader that may not write the lock file (a store it can
+    only read) reads without it, making nothing (``_open_lock``)."""
     check_store(uri)  # before MLflow is even imported
     import fcntl
 
@@ -34,7 +35,13 @@ def open_store(uri: str, create: bool = True):
     mlflow.set_tracking_uri(uri)
     if db is None:
         return MlflowClient(tracking_uri=uri)
-    with open(db.with_name(db.name + ".lock"), "w") as lock:
+    lock = _open_lock(uri, db, create)
+    if lock is None:
+        return _read_only_client(uri)
+    with lock:
+        if not lock.writable():  # it waits for a writer making or migrating the store, and makes nothing itself
+            fcntl.flock(lock, fcntl.LOCK_SH)
+            return _read_only_client(uri)
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         why = sqlite_problem(db)  # again, under the lock: the file may have changed since
         if why:
@@ -54,6 +61,47 @@ def open_store(uri: str, create: bool = True):
     return client
 
 
+def _open_lock(uri: str, db: Path, create: bool):
+    """The lock file beside the SQLite store ``db``, opened for writing (made when missing). A reader
+    (``create`` false) that may not write it gets it opened for reading (a shared lock: it waits
+    for a writer holding the exclusive one), or None where there is none and it may not make one:
+    the store exists (a new one was None before), and a process that cannot write it makes or
+    migrates nothing. A writer that cannot open it is one ConfigurationError naming it."""
+    path = db.with_name(db.name + ".lock")
+    try:
+        return open(path, "a")
+    except OSError as e:
+        if create:
+            raise ConfigurationError(f"tracking URI {uri}: its lock file {path} cannot be made or written "
+                                     f"({e.strerror or e})") from None
+    try:
+        return open(path, "r")
+    except OSError:
+        return None
+
+
+def _read_only_client(uri: str):
+    """A client of an existing SQLite store this process may not write: read now, so that a store
+    it could only use by writing (tables to make, an older schema) is one ConfigurationError."""
+    import logging
+
+    from mlflow.tracking import MlflowClient
+
+    said = logging.getLogger("mlflow.store.db.utils")  # "Creating initial MLflow database tables...": it cannot
+    level = said.level
+    said.setLevel(logging.WARNING)
+    try:
+        client = MlflowClient(tracking_uri=uri)
+        client.search_experiments(max_results=1)
+    except Exception as e:  # MLflow's, SQLAlchemy's or SQLite's: the store needs a write this process cannot do
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+        raise ConfigurationError(f"tracking URI {uri}: the store cannot be read without writing to it, and this "
+                                 f"process may not write it ({first})") from None
+    finally:
+        said.setLevel(level)
+    return client
+
+
 @contextmanager
 def adding_runs(uri: str) -> Iterator[None]:
     """Held while a command looks for a run in the store and adds it when it is not there (``log``,
@@ -68,9 +116,7 @@ def adding_runs(uri: str) -> Iterator[None]:
 
     from multigrain.platform.weights import open_lock
 
-    why = sqlite_problem(db)  # nothing is made beside a file that is no store
-    if why:
-        raise ConfigurationError(f"tracking URI {uri}: {why}")
+    check_store(uri, write=True)  # nothing is made beside a file that is no store, or in a store it cannot write
 
     with open_lock(db.with_name(db.name + ".adding.lock")) as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes

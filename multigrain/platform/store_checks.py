@@ -11,7 +11,10 @@ minutes of MLflow's retries and a traceback:
 - a database URI whose driver is not installed (SQLAlchemy's dialect names it), or where nothing
   answers;
 - a file store (a folder), which MLflow 3.17 refuses unless ``MLFLOW_ALLOW_FILE_STORE`` is true;
-- an ``MLFLOW_*`` environment variable MLflow cannot parse (``mlflow_env``).
+- an ``MLFLOW_*`` environment variable MLflow cannot parse (``mlflow_env``);
+- for a command that writes (``write``): a SQLite store this process cannot write (its folder, the
+  database, its lock file, its artifact folder), which MLflow found only at its first write, after
+  a training's first epoch.
 
 Imports no MLflow (SQLAlchemy, for a database URI only)."""
 from __future__ import annotations
@@ -78,6 +81,37 @@ def is_new_sqlite(db: Path) -> bool:
         return False
 
 
+def writable_problem(db: Path) -> Optional[str]:
+    """Why this process cannot write the SQLite store ``db`` (None: it can). SQLite writes the
+    database and its journal in its folder, ``store.open_store`` the lock file beside it, MLflow the
+    runs' artifacts under ``mlruns/`` there. ``os.access`` sees permissions and a read-only file
+    system; opening the lock file for writing, or where there is none yet making a probe file in the
+    folder and removing it at once, sees the rest: a folder that takes no files whoever asks
+    (``/proc``). Nothing is left behind: a training refused later leaves no lock beside no store."""
+    folder, lock, artifacts = db.parent, db.with_name(db.name + ".lock"), db.parent / "mlruns"
+    denied = "no write permission here, or a read-only file system"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"its folder {folder} cannot be written ({denied}): the database, its journal and lock are made there"
+    for path, what, mode in ((db, "the database", os.R_OK | os.W_OK), (lock, "its lock file", os.R_OK | os.W_OK),
+                             (artifacts, "its artifact folder", os.W_OK | os.X_OK)):
+        if os.path.lexists(path) and not os.access(path, mode):
+            return f"{what} {path} cannot be written ({denied})"
+    if artifacts.exists() and not artifacts.is_dir():
+        return f"its artifact folder {artifacts} is not a folder"
+    try:
+        if os.path.lexists(lock):
+            os.close(os.open(lock, os.O_RDWR | os.O_APPEND))
+        else:
+            import tempfile
+
+            handle, probe = tempfile.mkstemp(prefix=".multigrain-probe-", dir=folder)
+            os.close(handle)
+            os.unlink(probe)
+    except OSError as e:
+        return f"no file can be made or written in its folder {folder} ({e.strerror or e})"
+    return None
+
+
 def http_problem(uri: str, timeout: float = CONNECT_TIMEOUT) -> Optional[str]:
     """Why nothing answers at the HTTP(S) store ``uri`` (None: a connection opened)."""
     parts = urllib.parse.urlparse(uri)
@@ -127,10 +161,11 @@ def connect_problem(host: str, port: int, timeout: float = CONNECT_TIMEOUT) -> O
 _REACHED: set[str] = set()
 
 
-def check_store(uri: str) -> None:
-    """Raise one ConfigurationError naming ``uri`` and why it cannot be a tracking store. Cheap:
-    a few file system calls; an HTTP store is connected to once per process. Before it, one naming an
-    MLflow environment variable MLflow cannot parse."""
+def check_store(uri: str, write: bool = False) -> None:
+    """Raise one ConfigurationError naming ``uri`` and why it cannot be a tracking store, or (with
+    ``write``: a training, ``log``, ``--import``) one this process cannot write; before it, one
+    naming an MLflow environment variable MLflow cannot parse. Cheap: a few file system calls; an
+    HTTP store is connected to once per process."""
     def fail(why: str):
         raise ConfigurationError(f"tracking URI {uri}: {why}")
 
@@ -152,7 +187,7 @@ def check_store(uri: str) -> None:
         db = sqlite_file(uri)
         if db is None or not str(db):
             fail("expected sqlite:///PATH (three slashes, then the database file)")
-        why = sqlite_problem(db)
+        why = sqlite_problem(db) or (writable_problem(db) if write else None)
         if why:
             fail(why)
     elif scheme in ("http", "https"):

@@ -130,7 +130,7 @@ class RunLogger:
 
         self.uri = tracking_uri(uri)
         self.ext_vars = dict(ext_vars or {})
-        check_store(self.uri)  # a wrong URI fails now, not after the first epoch
+        check_store(self.uri, write=True)  # a wrong URI, a store it cannot write: now, not after the first epoch
         self.client = None
         self.run_id: Optional[str] = None
 

@@ -41,7 +41,7 @@ def log(args) -> int:
             raise ConfigurationError(f"{path}: cannot be logged: {problem}")
         runs.append((path, dict(result, run_dir=str(path)), spec))
     uri = tracking_uri(args.tracking_uri)
-    check_store(uri)
+    check_store(uri, write=True)
     for path, result, spec in runs:  # every directory checked before anything is logged
         with adding_runs(uri):  # another `log` of this directory now waits, then finds it
             known = logged_run(result, uri)
