@@ -1,12 +1,14 @@
-"""A tracking store this process may read but not write. A command that writes (``train``, ``log``,
-``leaderboard --import``) refuses it with one line (exit 2) before any training work (it failed
-after the first epoch: a traceback, a run directory without ``metrics.json``); the read-only
-commands (``leaderboard``, ``compare``, ``--export``) read it without making its lock file. "Not
-writable" as root: a store under ``/proc`` (nothing can be made there); as another user:
-``setpriv`` to ``nobody``, skipped without it."""
+"""A tracking store this process may read but not write, and a umask that takes the owner's
+permissions away. A command that writes (``train``, ``log``, ``leaderboard --import``) refuses them
+with one line (exit 2) before any training work (they failed after the first epoch: a traceback, a
+run directory without ``metrics.json``; or left an empty mode-000 run directory); the read-only
+commands (``leaderboard``, ``compare``, ``--export``) read a store they may not write without making
+its lock file. "Not writable" as root: a store under ``/proc`` (nothing can be made there); as
+another user: ``setpriv`` to ``nobody``, skipped without it."""
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -114,3 +116,21 @@ def test_a_store_nobody_could_only_read_by_writing_is_one_line(shared_tmp):
         f"error: tracking URI {uri}: the store cannot be read without writing to it, and this process may not write "
         f"it (") and len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert listing(store) == ["m.db"]
+
+
+@as_root_with_setpriv
+@pytest.mark.parametrize("umask", [0o777, 0o400])
+def test_a_umask_taking_the_owners_permissions_is_refused_and_leaves_nothing(shared_tmp, umask):
+    work = shared_tmp / "work"
+    work.mkdir()
+    os.chmod(work, 0o777)
+    spec = write_spec(work)
+    os.chmod(spec, 0o644)
+    os.chmod(work / "train.bmes", 0o644)
+    out = as_nobody("train", spec, "-s", work / "run", "--no-tracking", cwd=work, umask=umask)
+    assert out.returncode == 2 and out.stdout == "" and out.stderr == (
+        f"error: -s {work / 'run'}: a folder made in {work} cannot be written and read back (Permission denied): the "
+        f"umask {umask:03o} takes the owner's permissions away from new files and folders; set one that keeps them "
+        f"(umask 022)\n"), out.stderr
+    assert listing(work) == ["spec.json", "train.bmes"]
+    assert stat.S_IMODE(work.stat().st_mode) == 0o777

@@ -107,12 +107,51 @@ def _check_run_dir(path, option: str, probed: set | None) -> None:
     if probed is not None and here in probed:
         return
     try:
-        os.rmdir(tempfile.mkdtemp(prefix=".multigrain-probe-", dir=here))
+        probe = tempfile.mkdtemp(prefix=".multigrain-probe-", dir=here)
     except OSError as e:
         raise _error(option, path, f"cannot make folders in {here} ({e.strerror or e}); choose a folder you can "
                                    f"write in") from None
+    try:
+        _write_and_read(probe)
+    except OSError as e:
+        raise _error(option, path, f"a folder made in {here} cannot be written and read back ({e.strerror or e})"
+                                   f"{_umask_note()}") from None
+    finally:
+        _remove_probe(probe)
     if probed is not None:
         probed.add(here)
+
+
+def _write_and_read(folder: str) -> None:
+    """A file written in ``folder`` (made with this process's umask) and read back, as a run
+    directory's files are: a umask taking the owner's permissions away (``umask 777``) fails here,
+    not after the run directory was made (it was left empty, mode 000)."""
+    name = os.path.join(folder, "probe")
+    with open(name, "w", encoding="utf-8") as f:
+        f.write("x")
+    with open(name, encoding="utf-8") as f:
+        f.read()
+
+
+def _remove_probe(folder: str) -> None:
+    """Remove ``check_run_dir``'s probe folder and what is in it, whatever its mode (it is ours)."""
+    try:
+        os.chmod(folder, 0o700)
+        for entry in os.listdir(folder):
+            os.unlink(os.path.join(folder, entry))
+        os.rmdir(folder)
+    except OSError:
+        pass
+
+
+def _umask_note() -> str:
+    """Why, when the umask takes some of the owner's permissions away: the fix to name."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    if not mask & 0o700:
+        return "; choose a folder you can write in"
+    return (f": the umask {mask:03o} takes the owner's permissions away from new files and folders; set one that "
+            f"keeps them (umask 022)")
 
 
 def check_runs_root(root: str, run_dirs, option: str) -> None:
