@@ -22,6 +22,8 @@ MAX_DEPTH = 200
 
 _OPENERS = re.compile(r'[\[{"\\]|[\]}]')
 _SURROGATE = re.compile("[\ud800-\udfff]")
+#: the JSON escape of a surrogate (\uD800 to \uDFFF): only text holding one, or a surrogate, is walked
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _STRING_OR_DIGITS = re.compile(r'"(?:[^"\\]|\\.)*"|([0-9]+)')
 
 
@@ -111,7 +113,8 @@ def loads(text: str, max_depth: int = MAX_DEPTH) -> Any:
         raise JsonTextError("nested too deeply to read") from None
     except ValueError:
         raise JsonTextError(too_long_number()) from None
-    where = _first_surrogate(value)
+    # the walk costs seconds on a file of millions of values; text without a surrogate cannot hold one
+    where = _first_surrogate(value) if _SURROGATE.search(text) or _SURROGATE_ESCAPE.search(text) else None
     if where is not None:
         raise JsonTextError(f"a lone surrogate (\\ud800-\\udfff) in the string at {where} (no valid Unicode text)")
     return value

@@ -6,6 +6,10 @@ adds the runs the store does not hold yet (by record id: importing twice changes
     {"format": "multigrain-leaderboard", "version": 1, "runs": [{"id", "experiment", "name",
      "status", "start_time", "end_time", "tags", "metrics", "params", "history"}, ...]}
 
+A file that is no regular file (a FIFO, a device), or larger than ``MAX_BYTES``, is refused
+unread; a run with more than ``MAX_POINTS`` curve points is refused before the store is touched.
+The import logs in batches as large as MLflow takes, with progress lines (``progress.Stage``).
+
 A metric that is no finite number (a diverged training's NaN loss) is written as the string
 ``"NaN"``, ``"Infinity"`` or ``"-Infinity"``: the file stays standard JSON and imports whole.
 """
@@ -17,10 +21,11 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.jsonio import JsonTextError, loads
+from multigrain.platform.progress import Stage
 from multigrain.platform.store_names import (INT64_MAX, KEY_MAX, PARAM_VALUE_MAX, TAG_VALUE_MAX, experiment_problem,
                                              key_problem, number_problem, shown, text_problem, whole_problem)
 
@@ -29,6 +34,11 @@ FORMAT, VERSION = "multigrain-leaderboard", 1
 #: file is refused before it is read (``/dev/zero`` behind a link would fill the memory)
 MAX_BYTES = 64 * 1024 * 1024
 STATUSES = ("FINISHED", "FAILED", "KILLED")
+#: the most curve points one run of the file may have: a training logs its curves once per epoch (the
+#: shipped export's longest run has 30); 100,000 import in seconds
+MAX_POINTS = 100_000
+#: MLflow's limits on one ``log_batch``: 1000 values in all, of them at most 100 params
+BATCH, PARAMS_PER_BATCH = 1000, 100
 #: tag of an imported run until all of it is written (a run that keeps it was cut short by a kill)
 IMPORTING_TAG = "portable_importing"
 
@@ -145,6 +155,10 @@ def _check_run(run, where: str) -> None:
     history = run.get("history", {})
     if not isinstance(history, dict):
         fail("history: expected an object")
+    points = sum(len(p) for p in history.values() if isinstance(p, list))
+    if points > MAX_POINTS:
+        fail(f"history: {points:,} curve points, more than the {MAX_POINTS:,} a run may have (a training logs "
+             f"its curves once per epoch)")
     for name, points in history.items():
         why = key_problem(name)
         if why:
@@ -254,12 +268,13 @@ def import_runs(client, runs: list[dict]) -> tuple[int, int]:
     todo = [run for run in runs if run["id"] not in known]
     created: list[str] = []
     try:
-        for run in todo:
-            exp_id = experiment_id(client, run["experiment"])
-            tags = {**run.get("tags", {}), "mlflow.runName": run["name"], "portable_id": run["id"],
-                    IMPORTING_TAG: "true"}
-            created.append(client.create_run(exp_id, start_time=run["start_time"], tags=tags).info.run_id)
-            _write_run(client, created[-1], run)
+        with Stage("importing runs", total=sum(_values(run) for run in todo), unit="values") as stage:
+            for run in todo:
+                exp_id = experiment_id(client, run["experiment"])
+                tags = {**run.get("tags", {}), "mlflow.runName": run["name"], "portable_id": run["id"],
+                        IMPORTING_TAG: "true"}
+                created.append(client.create_run(exp_id, start_time=run["start_time"], tags=tags).info.run_id)
+                _write_run(client, created[-1], run, stage.update)
     except BaseException:
         for run_id in created:
             try:
@@ -270,8 +285,16 @@ def import_runs(client, runs: list[dict]) -> tuple[int, int]:
     return len(todo), len(runs) - len(todo)
 
 
-def _write_run(client, run_id: str, run: dict) -> None:
-    """The metrics, params, curves and end of an imported run."""
+def _values(run: dict) -> int:
+    """How many metric values and params ``_write_run`` logs for ``run``."""
+    history = run.get("history", {})
+    return (sum(len(points) for points in history.values()) + len(run.get("params", {}))
+            + sum(k not in history for k in run["metrics"]))
+
+
+def _write_run(client, run_id: str, run: dict, done: Callable[[int], None] = lambda n: None) -> None:
+    """The metrics, params, curves and end of an imported run; ``done(n)`` after each batch of
+    ``n`` values (in batches as large as MLflow takes: each is one store transaction)."""
     from mlflow.entities import Metric, Param
 
     when = run.get("end_time") or run["start_time"]
@@ -279,8 +302,13 @@ def _write_run(client, run_id: str, run: dict) -> None:
     metrics = [Metric(k, float(v), when, step) for k, points in history.items() for step, v in points]
     metrics += [Metric(k, float(v), when, 0) for k, v in run["metrics"].items() if k not in history]
     params = [Param(k, v) for k, v in sorted(run.get("params", {}).items())]
-    for i in range(0, max(len(metrics), len(params)), 100):
-        client.log_batch(run_id, metrics=metrics[i:i + 100], params=params[i:i + 100], synchronous=True)
+    m = p = 0
+    while m < len(metrics) or p < len(params):
+        some_params = params[p:p + PARAMS_PER_BATCH]
+        some_metrics = metrics[m:m + BATCH - len(some_params)]
+        client.log_batch(run_id, metrics=some_metrics, params=some_params, synchronous=True)
+        m, p = m + len(some_metrics), p + len(some_params)
+        done(len(some_metrics) + len(some_params))
     if history:
         _log_curves(client, run_id, history, run.get("tags", {}))
     client.set_terminated(run_id, run["status"], end_time=run.get("end_time"))
