@@ -10,7 +10,8 @@ orchestration between reading the data and writing ``metrics.json``.
   model does not report, ``data_loader.max_tokens`` below an instance, an evaluation reader whose
   examples the model cannot read (``check_model_reads``);
 - the model (a fresh run's first weights from the spec's ``initializer``), and the run's files
-  (marker, ``config.json``, vocabulary, plugin record);
+  (marker, ``config.json``, vocabulary, plugin record; an extended run's new ``config.json`` only
+  once its ``last.pt`` is loaded, ``Extension``);
 - the epochs: in this process through a ``Trainer`` (one ``epoch_log`` line and one ``LiveLog``
   epoch each), or with ``trainer.workers`` above 1 on the replicas of the executor the caller
   handed over (``data_parallel``; the run knows no Ray: ``multigrain train`` passes Ray Train's);
@@ -19,6 +20,7 @@ orchestration between reading the data and writing ``metrics.json``.
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Optional
@@ -36,6 +38,7 @@ from multigrain.platform.final_evaluation import evaluate_best
 from multigrain.platform.initializer import initialize
 from multigrain.platform.test_sets import read_test_sets
 from multigrain.platform.training import Trainer, TrainerConfig, seed_everything, write_json
+from multigrain.platform.weights import torch_file, write_atomically
 
 
 def check_data_parallel(config: TrainerConfig, data_parallel: Optional[DataParallel]) -> None:
@@ -49,6 +52,51 @@ def check_data_parallel(config: TrainerConfig, data_parallel: Optional[DataParal
         raise ConfigurationError(f"trainer.adversarial: adversarial training runs in one process, and "
                                  f"trainer.workers is {config.workers}; set trainer.workers to 1 or remove "
                                  f"trainer.adversarial")
+
+
+class Extension:
+    """A finished run extended to more epochs (``--resume`` with a longer spec) becomes the longer
+    spec's (``config.json``, ``spec_hash``, ``plugins.json``) only once its checkpoint is loaded
+    (``begin``); should the start fail or be interrupted before the training writes a checkpoint,
+    ``undo`` puts the finished run's files back byte for byte: its ``metrics.json`` records the
+    old spec hash, and ``multigrain log`` refused a run whose ``config.json`` hashed otherwise."""
+
+    FILES = ("config.json", "spec_hash", plugins.PLUGINS_FILE)
+
+    def __init__(self, run):
+        self.run, self.run_dir = run, run.run_dir
+        self.before = {name: (self.run_dir / name).read_bytes() if (self.run_dir / name).is_file() else None
+                       for name in self.FILES}
+        self.checkpoints = self._checkpoints()
+        self.begun = False
+
+    def _checkpoints(self) -> dict:
+        """What identifies ``last.pt`` and ``best.pt`` now (written by renaming: a new one is a new inode)."""
+        found = {}
+        for name in ("last.pt", "best.pt"):
+            try:
+                info = os.stat(self.run_dir / name)
+                found[name] = (info.st_ino, info.st_mtime_ns, info.st_size)
+            except OSError:
+                found[name] = None
+        return found
+
+    def begin(self) -> None:
+        self.begun = True
+        files.write_run_spec(self.run_dir, self.run.spec)  # the vocabulary stays the run's
+        plugins.record(self.run_dir, self.run.spec)
+
+    def undo(self) -> None:
+        """The finished run's files back, unless the extension wrote a checkpoint (it is then an
+        unfinished run of the longer spec, continued by ``--resume``)."""
+        if not self.begun or self._checkpoints() != self.checkpoints:
+            return
+        for name, data in self.before.items():
+            path = self.run_dir / name
+            if data is None:
+                path.unlink(missing_ok=True)
+            elif not path.is_file() or path.read_bytes() != data:
+                write_atomically(path, lambda f, data=data: f.write(data))
 
 
 def train_run(run, resume: bool, extended: bool, stop_after_epoch: Optional[int], live, commit: str,
@@ -101,25 +149,34 @@ def train_run(run, resume: bool, extended: bool, stop_after_epoch: Optional[int]
     run_marker.mark(run_dir)  # makes it, the marker first (unless fitting a resource marked it)
     if not resume:
         files.write_run_files(run_dir, run.spec, vocab)
-    elif extended:  # the run is now the longer spec's; its vocabulary stays
-        files.write_run_spec(run_dir, run.spec)
-    if not resume or extended or not (run_dir / plugins.PLUGINS_FILE).exists():
+    if not resume or (not extended and not (run_dir / plugins.PLUGINS_FILE).exists()):
         plugins.record(run_dir, run.spec)
+    extension = Extension(run) if extended else None
     validation = eval_batches(model, dev, exp.data_loader) if dev else None
-    if replicas:
-        summary, finished, seconds_before = replicas.train(resume, stop_after_epoch, live, epoch_lines)
-    else:
-        def on_epoch(epoch: int, record: dict) -> None:
-            if epoch_lines:
-                print_epoch_line(trainer, record)
-            live.epoch(epoch, record, trainer.history)
+    try:
+        if replicas:
+            if extension:  # the replicas load last.pt; a file that is no checkpoint is refused here first
+                torch_file(run_dir / "last.pt")
+                extension.begin()
+            summary, finished, seconds_before = replicas.train(resume, stop_after_epoch, live, epoch_lines)
+        else:
+            def on_epoch(epoch: int, record: dict) -> None:
+                if epoch_lines:
+                    print_epoch_line(trainer, record)
+                live.epoch(epoch, record, trainer.history)
 
-        trainer = Trainer(exp.trainer, model, train_batches, validation, run_dir, on_epoch=on_epoch,
-                          checkpoint_seconds=checkpoint_seconds)
-        if resume:
-            trainer.restore(run_dir / "last.pt")
-        summary = trainer.train(stop_after_epoch=stop_after_epoch)
-        finished, seconds_before, device = trainer.finished, trainer.seconds_before, trainer.device
+            trainer = Trainer(exp.trainer, model, train_batches, validation, run_dir, on_epoch=on_epoch,
+                              checkpoint_seconds=checkpoint_seconds)
+            if resume:
+                trainer.restore(run_dir / "last.pt")
+            if extension:
+                extension.begin()
+            summary = trainer.train(stop_after_epoch=stop_after_epoch)
+            finished, seconds_before, device = trainer.finished, trainer.seconds_before, trainer.device
+    except BaseException:
+        if extension:
+            extension.undo()
+        raise
 
     result = {"spec_hash": run.spec_hash, "run_dir": str(run_dir), "source": run.source, **run.identity,
               "leaderboard_metric": model.leaderboard_metric, "finished": finished, **summary,
