@@ -10,8 +10,13 @@ outcome as JSON to a pipe and exits with ``os._exit`` (nothing of the parent's i
 twice). It dies with the parent (``lifeline``) and, as a backstop, by SIGALRM a little after the
 limit. Where ``os.fork`` does not exist, or with no limit, the evaluation runs in-process.
 
+The child may grow its address space by ``MEMORY_BOUND`` bytes at most (``RLIMIT_AS``; a spec
+takes megabytes, ``{['k' + i]: i for i in std.range(1, 5000000)}`` grew to 5.8 GB): past it the
+evaluator's allocation fails and it aborts, which is the outcome ``("memory", bound)``. The
+child's stderr goes nowhere (the evaluator's own "FATAL ERROR" line is not the message).
+
 Outcomes: ``("ok", json_text)``, ``("error", message)``, ``("unicode", reason, byte)``,
-``("timeout",)``, ``("died", how)``.
+``("timeout",)``, ``("memory", bound)``, ``("died", how)``.
 """
 from __future__ import annotations
 
@@ -24,6 +29,9 @@ import time
 from typing import Callable, Optional
 
 from multigrain.platform import lifeline
+
+#: how much the child may grow its address space beyond the parent's (bytes)
+MEMORY_BOUND = 2 * 1024 ** 3
 
 
 def evaluate_here(path: str, text: str, ext_vars: dict, import_callback: Callable) -> tuple:
@@ -62,6 +70,8 @@ def evaluate(path: str, text: str, ext_vars: dict, import_callback: Callable, ti
         _, status = os.waitpid(pid, 0)
     if data is None:
         return ("timeout",)
+    if not data and os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGABRT:
+        return ("memory", MEMORY_BOUND)  # the evaluator aborts when an allocation fails
     if not data:
         how = (f"signal {signal.Signals(os.WTERMSIG(status)).name}" if os.WIFSIGNALED(status)
                else f"exit status {os.WEXITSTATUS(status)}")
@@ -100,8 +110,12 @@ def _child(fd: int, parent: int, path: str, text: str, ext_vars: dict, import_ca
             pass
         lifeline.die_with_parent(parent)
         signal.alarm(math.ceil(timeout) + 5)
+        _quiet_stderr()
+        _bound_memory(MEMORY_BOUND)
         try:
             outcome = evaluate_here(path, text, ext_vars, import_callback)
+        except MemoryError:  # the output did not fit as a Python string
+            outcome = ("memory", MEMORY_BOUND)
         except Exception as e:  # noqa: BLE001  (anything else the evaluator raises: one message)
             outcome = ("error", f"{type(e).__name__}: {e}")
         view = memoryview(json.dumps(outcome).encode("ascii"))
@@ -111,3 +125,28 @@ def _child(fd: int, parent: int, path: str, text: str, ext_vars: dict, import_ca
         code = 1
     finally:
         os._exit(code)
+
+
+def _quiet_stderr() -> None:
+    """The child's stderr to /dev/null: its outcome travels through the pipe."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 2)
+        os.close(null)
+    except OSError:
+        pass
+
+
+def _bound_memory(bound: int) -> None:
+    """Limit this process's address space to what it maps now plus ``bound`` bytes (the fork maps
+    all the parent's libraries: a fixed limit could be below that), or a lower limit already set."""
+    try:
+        import resource
+
+        with open("/proc/self/statm", encoding="ascii") as f:
+            mapped = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        limit = min(x for x in (mapped + bound, soft, hard) if x != resource.RLIM_INFINITY)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (ImportError, OSError, ValueError):  # no /proc (not Linux) or no resource module: unbounded
+        pass

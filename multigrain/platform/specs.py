@@ -90,6 +90,9 @@ def evaluate_jsonnet(path: str | Path, ext_vars: dict[str, str] | None = None,
         raise SpecError([Problem("", f"the Jsonnet evaluation took longer than {timeout:g} s and was stopped (an "
                                      f"endless recursion or a huge computation?); if the spec is right, allow "
                                      f"more with --jsonnet-timeout SECONDS", "jsonnet")], str(path))
+    if kind == "memory":
+        raise SpecError([Problem("", f"the Jsonnet evaluation needed more than {detail[0] / 1024 ** 3:g} GiB of "
+                                     f"memory and was stopped (a huge computation?)", "jsonnet")], str(path))
     if kind == "died":
         raise SpecError([Problem("", f"the Jsonnet evaluation died ({detail[0]}) before it ended (out of memory "
                                      f"or stack?)", "jsonnet")], str(path))
