@@ -8,6 +8,8 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -53,14 +55,35 @@ def _confined_imports(roots: list[Path]):
         if not any(target.is_relative_to(root) for root in roots):
             raise RuntimeError(f"refused: outside the folders specs may import from ({', '.join(map(str, roots))}; "
                                f"add one with --jsonnet-path DIR)")
-        if not target.is_file():
-            raise RuntimeError("no such file")
+        why = file_problem(target)
+        if why:
+            raise RuntimeError(why)
         text = utf8_text(target.read_bytes())
         if isinstance(text, Problem):
             raise RuntimeError(text.message)
         return str(target), text.encode("utf-8")
 
     return read
+
+
+#: the largest spec or imported file read (bytes): specs are kilobytes; a larger file is refused unread
+MAX_SPEC_BYTES = 16 * 1024 * 1024
+
+
+def file_problem(path: Path) -> str | None:
+    """Why a spec or a file it imports is not read: none, no regular file (a FIFO would block the
+    read, a device never ends), or larger than ``MAX_SPEC_BYTES``; None when it is read."""
+    from multigrain.platform.weights import file_kind
+
+    try:
+        info = os.stat(path)
+    except OSError:
+        return "no such file"
+    if not stat.S_ISREG(info.st_mode):
+        return f"not a regular file ({file_kind(info.st_mode)})"
+    if info.st_size > MAX_SPEC_BYTES:
+        return f"{info.st_size:,} bytes, more than the {MAX_SPEC_BYTES:,} bytes (16 MiB) a spec file may have"
+    return None
 
 
 #: seconds a spec's Jsonnet may take to evaluate (``--jsonnet-timeout``): specs take milliseconds
@@ -80,6 +103,8 @@ def evaluate_jsonnet(path: str | Path, ext_vars: dict[str, str] | None = None,
     if problem := input_problem(path, what):
         raise ConfigurationError(problem)
     path = Path(path)
+    if why := file_problem(path):
+        raise ConfigurationError(f"{path}: {why}")
     text = utf8_text(path.read_bytes())
     if isinstance(text, Problem):
         raise SpecError([text], str(path))
@@ -108,7 +133,7 @@ def evaluate_jsonnet(path: str | Path, ext_vars: dict[str, str] | None = None,
                              f"{_given_instead(name, ext_vars or {})} ({_first_line(msg)})", "jsonnet")],
                 str(path),
             )
-        raise SpecError([Problem("", f"Jsonnet error: {msg}", "jsonnet")], str(path))
+        raise SpecError([Problem("", f"Jsonnet error: {_one_line(msg)}", "jsonnet")], str(path))
     spec = json.loads(detail[0])
     if not isinstance(spec, dict):
         raise SpecError([Problem("", f"the spec must evaluate to an object, got {type(spec).__name__}", "type")],
@@ -120,6 +145,10 @@ def utf8_text(raw: bytes) -> str | Problem:
     """A spec or imported file's text: UTF-8, a leading byte-order mark dropped (Windows editors write
     one; Jsonnet cannot read it). Other bytes are a Problem naming the first bad one's line and column,
     never replaced in silence (Jsonnet would read a GBK file's Chinese as U+FFFD)."""
+    nul = raw.find(b"\0")
+    if nul >= 0:  # the evaluator takes no NUL ("embedded null character")
+        line, column = raw.count(b"\n", 0, nul) + 1, nul - raw.rfind(b"\n", 0, nul)
+        return Problem("", f"a NUL byte at line {line}, column {column}; a spec is text", "jsonnet")
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -133,6 +162,14 @@ def _given_instead(name: str, ext_vars: dict) -> str:
     """A hint naming an ext var that was given and is close to the one the spec reads (a misspelling)."""
     close = difflib.get_close_matches(name, list(ext_vars), n=1, cutoff=0.6)
     return f"; --ext-var {close[0]} was given, which the spec does not read" if close else ""
+
+
+def _one_line(msg: str) -> str:
+    """Jsonnet's error as one line: its first, and the innermost place in a spec file of the stack
+    trace after it (an endless recursion's trace is dozens of lines of the same frame)."""
+    first, *frames = [ln.strip() for ln in msg.splitlines() if ln.strip()]
+    places = [f.split("\t")[0] for f in frames if ":" in f and not f.startswith(("std.jsonnet:", "During "))]
+    return f"{first} (at {places[0]})" if places else first
 
 
 def _first_line(msg: str) -> str:
