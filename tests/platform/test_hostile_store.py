@@ -186,11 +186,11 @@ def test_an_import_failing_midway_leaves_none_of_its_runs(layout, capsys, monkey
     written = []
     real = portable._write_run
 
-    def second_fails(client, run_id, run):
+    def second_fails(client, run_id, run, done):
         written.append(run["id"])
         if len(written) == 2:
             raise RuntimeError("the store went away")
-        real(client, run_id, run)
+        real(client, run_id, run, done)
 
     monkeypatch.setattr(portable, "_write_run", second_fails)
     with pytest.raises(RuntimeError, match="the store went away"):
