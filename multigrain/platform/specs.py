@@ -105,6 +105,11 @@ def evaluate_jsonnet(path: str | Path, ext_vars: dict[str, str] | None = None,
     path = Path(path)
     if why := file_problem(path):
         raise ConfigurationError(f"{path}: {why}")
+    try:  # the evaluator takes the path as UTF-8 text
+        str(path.resolve()).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigurationError(f"{path}: its path holds a byte that is no UTF-8, which Jsonnet cannot take; "
+                                 f"rename the folder") from None
     text = utf8_text(path.read_bytes())
     if isinstance(text, Problem):
         raise SpecError([text], str(path))

@@ -105,3 +105,15 @@ def test_a_run_directory_path_that_is_no_utf8_is_refused_before_training(tmp_pat
     assert out.stderr.decode().endswith("bad\\udcffdir/run: is no UTF-8 path (it holds a byte that is no UTF-8); "
                                         "rename it\n"), out.stderr
     assert sorted(os.listdir(tmp_path)) == ["data", "spec.json"]
+
+
+def test_a_spec_in_a_folder_whose_name_is_no_utf8_is_one_line(tmp_path):
+    folder = os.fsencode(tmp_path) + b"/specs\xff"
+    os.mkdir(folder)
+    with open(folder + b"/spec.json", "w", encoding="utf-8") as f:
+        json.dump(resume_tagger_spec(tmp_path / "data"), f)
+    out = subprocess.run([sys.executable, "-P", "-m", "multigrain.platform.cli", "validate", folder + b"/spec.json"],
+                         cwd=tmp_path, capture_output=True, timeout=120)
+    assert out.returncode == 2 and out.stderr.decode().endswith(
+        "specs\\udcff/spec.json: its path holds a byte that is no UTF-8, which Jsonnet cannot take; rename the "
+        "folder\n"), out.stderr

@@ -228,8 +228,10 @@ def test_an_over_long_line_names_its_line(tmp_path, cls, name, template):
 def test_character_columns_hold_one_character_and_no_control_character(tmp_path):
     path = write(tmp_path, "two.bmes", "中 O\n国家 O\n")
     assert_error(ResumeNerReader(), path, 2, "expected one character in the character column, found 2: '国家'")
-    path = write(tmp_path, "big.bmes", "中 O\n" + "长" * 2_000_000 + " O\n")
-    assert_error(ResumeNerReader(), path, 2, "a line of 2,000,002 characters")
+    path = write(tmp_path, "big.bmes", "中 O\n" + "长" * 1_100_000 + " O\n")  # within the bytes held
+    assert_error(ResumeNerReader(), path, 2, "a line of 1,100,002 characters")
+    path = write(tmp_path, "bigger.bmes", "中 O\n" + "长" * 2_000_000 + " O\n")  # 6 MB: refused after 4 MB
+    assert_error(ResumeNerReader(), path, 2, "a line of more than 1,000,000 characters")
     path = write(tmp_path, "long.bmes", "中 O\n" + "长" * 500 + " O\n")
     assert_error(ResumeNerReader(), path, 2, "found 500")
     path = write(tmp_path, "ctrl.bmes", "中 O\n\x07 O\n")
