@@ -96,6 +96,20 @@ def resume_tagger_spec(directory: Path) -> dict:
     return tiny_spec(bilstm_tagger(hidden=8, dim=8, dropout=0.5), {"type": "resume_ner"}, train, dev, dev, task="ner")
 
 
+def trained_tagger(folder: Path) -> dict:
+    """A 1-epoch BiLSTM-CRF run of built-in components only (``resume_tagger_spec``) in
+    ``folder``/run, with a one-line ``predict`` input: its run, folder, spec, test data and input."""
+    import json
+
+    from multigrain.platform.runs import Run
+
+    spec = resume_tagger_spec(folder / "data")
+    Run(spec, folder / "run").train()
+    (folder / "input.jsonl").write_text(json.dumps({"text": "我在北京工作"}) + "\n", encoding="utf-8")
+    return {"folder": folder, "run": folder / "run", "spec": spec, "data": spec["test_data_path"],
+            "input": folder / "input.jsonl"}
+
+
 @pytest.fixture
 def tagger_overfit_data(tmp_path):
     """Twenty Resume training sentences and their lexicon, written to tmp_path."""

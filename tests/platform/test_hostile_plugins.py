@@ -12,6 +12,7 @@ hash its own ``plugins.json`` vouched for); a 65 MB ``plugins.json`` was echoed 
 import hashlib
 import importlib.metadata as metadata
 import json
+import re
 import shutil
 import sys
 import textwrap
@@ -25,8 +26,7 @@ from multigrain.platform.config import build
 from multigrain.platform.errors import ConfigurationError, PluginWarning
 from multigrain.platform.kinds import Encoder
 from multigrain.platform.registry import load_builtin, load_plugins, reset_plugins
-from multigrain.platform.runs import Run
-from tests.conftest import resume_tagger_spec, run_cli
+from tests.conftest import resume_tagger_spec, run_cli, trained_tagger
 
 ENCODER_HEADER = textwrap.dedent("""
     import torch
@@ -202,19 +202,15 @@ def test_a_nan_loss_is_one_error_line(tmp_path):
     out = run_cli("train", spec, "-s", tmp_path / "run", "--no-tracking", "--include-package", "mg_test_nan_plugin",
                   cwd=tmp_path)
     assert (out.returncode, out.stdout) == (2, ""), out.stderr
-    assert out.stderr.splitlines() == [
-        "HELLO FROM THE NAN PLUGIN",
-        "error: epoch 1, steps 1-3: the loss became nan; a lower trainer.optimizer.lr or trainer.grad_clipping may "
-        "help, unless a component computes it"]
+    hello, error = out.stderr.splitlines()  # the loss is read where the loop syncs: after step 1, or steps 1-3
+    assert hello == "HELLO FROM THE NAN PLUGIN"
+    assert re.fullmatch(r"error: epoch 1, (step 1|steps 1-[23]): the loss became nan; a lower trainer\.optimizer\.lr "
+                        r"or trainer\.grad_clipping may help, unless a component computes it", error), error
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("plugins")
-    spec = resume_tagger_spec(folder / "data")
-    Run(spec, folder / "run").train()
-    (folder / "input.jsonl").write_text(json.dumps({"text": "我在北京工作"}) + "\n", encoding="utf-8")
-    return {"run": folder / "run", "data": spec["test_data_path"], "input": folder / "input.jsonl"}
+    return trained_tagger(tmp_path_factory.mktemp("plugins"))
 
 
 @pytest.mark.parametrize("layout", ["module", "package"])

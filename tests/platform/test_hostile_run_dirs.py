@@ -22,7 +22,7 @@ import pytest
 from multigrain.platform import run_marker
 from multigrain.platform.errors import ConfigurationError
 from multigrain.platform.runs import Run
-from tests.conftest import resume_tagger_spec, run_cli
+from tests.conftest import run_cli, trained_tagger
 
 EVIL = "evil_plugin"
 
@@ -41,13 +41,7 @@ def snapshot(folder: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """A 1-epoch BiLSTM-CRF run of built-in components only (no plugins.json of its own)."""
-    folder = tmp_path_factory.mktemp("hostile")
-    spec = resume_tagger_spec(folder / "data")
-    Run(spec, folder / "run").train()
-    (folder / "input.jsonl").write_text(json.dumps({"text": "我在北京工作"}) + "\n", encoding="utf-8")
-    return {"folder": folder, "run": folder / "run", "spec": spec, "data": spec["test_data_path"],
-            "input": folder / "input.jsonl"}
+    return trained_tagger(tmp_path_factory.mktemp("hostile"))
 
 
 def hostile_copy(trained, tmp_path: Path, with_search_dir: bool, **extra) -> tuple[Path, Path, Path]:

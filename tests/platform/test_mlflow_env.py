@@ -27,26 +27,20 @@ def write_spec(folder: Path) -> Path:
     return spec
 
 
-@pytest.fixture
-def here(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    return tmp_path
-
 
 @pytest.mark.parametrize("name, value, takes, good", [
     ("MLFLOW_ENABLE_ASYNC_LOGGING", "maybe", "true, false, 1 or 0 (any case)", "TRUE"),  # read at log_batch: epoch 1
     ("MLFLOW_HTTP_REQUEST_TIMEOUT", "1.5", "a whole number", "7"),
     ("MLFLOW_CONFIGURE_LOGGING", "maybe", "true, false, 1 or 0 (any case)", "false"),  # `import mlflow` failed
 ])
-def test_an_mlflow_variable_mlflow_cannot_parse_is_one_line_before_training(here, capsys, monkeypatch, name, value,
+def test_an_mlflow_variable_mlflow_cannot_parse_is_one_line_before_training(in_tmp, capsys, monkeypatch, name, value,
                                                                              takes, good):
-    spec = write_spec(here)
-    uri = f"sqlite:///{here / 'm.db'}"
+    spec = write_spec(in_tmp)
+    uri = f"sqlite:///{in_tmp / 'm.db'}"
     monkeypatch.setenv(name, value)
     line = f"error: environment variable {name}={value!r}: MLflow takes {takes}; change it or unset it\n"
-    assert cli(capsys, "train", spec, "-s", here / "run", "--tracking-uri", uri) == (2, "", line)
-    assert not (here / "run").exists() and not (here / "m.db").exists()
+    assert cli(capsys, "train", spec, "-s", in_tmp / "run", "--tracking-uri", uri) == (2, "", line)
+    assert not (in_tmp / "run").exists() and not (in_tmp / "m.db").exists()
     assert cli(capsys, "leaderboard", "--all", "--tracking-uri", uri) == (2, "", line)
     monkeypatch.setenv(name, good)  # MLflow's own spellings pass
     assert cli(capsys, "leaderboard", "--all", "--tracking-uri", uri)[:2] == (0, NO_RUNS)
