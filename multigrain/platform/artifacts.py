@@ -7,13 +7,19 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
 
+from multigrain.platform.errors import PlotWarning
 from multigrain.platform.scores import shown
 
 #: the metric keys of a history record that are not curves
 NOT_CURVES = {"epoch", "lr", "seconds"}
+#: fonts with Chinese glyphs, the first installed one drawn before matplotlib's default
+CJK_FONTS = ("Noto Sans CJK SC", "Noto Sans CJK JP", "Source Han Sans SC", "WenQuanYi Zen Hei", "WenQuanYi Micro Hei",
+             "SimHei", "Microsoft YaHei", "PingFang SC", "AR PL UMing CN")
 #: the largest magnitude a curve is drawn at: matplotlib's autoscaling overflows on finite values
 #: near the float maximum (1e308: "arange: cannot compute length"); larger ones are drawn here
 DRAWN_MAX = 1e300
@@ -40,6 +46,33 @@ def _figure(panels: int):
     return fig, [fig.add_subplot(1, panels, i + 1) for i in range(panels)]
 
 
+def _cjk_font() -> Optional[str]:
+    from matplotlib import font_manager
+
+    installed = {font.name for font in font_manager.fontManager.ttflist}
+    return next((name for name in CJK_FONTS if name in installed), None)
+
+
+@contextmanager
+def _drawing(path: Path):
+    """Draws with an installed Chinese font first (labels are run names and tag sets); where none has a
+    character's glyph, one warning for the whole figure instead of matplotlib's one per character."""
+    import matplotlib
+
+    cjk = _cjk_font()
+    families = ([cjk] if cjk else []) + list(matplotlib.rcParams["font.sans-serif"])
+    with matplotlib.rc_context({"font.sans-serif": families}), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    missing = sorted({str(w.message) for w in caught if "missing from font" in str(w.message)})
+    for w in caught:
+        if "missing from font" not in str(w.message):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if missing:
+        warnings.warn(f"{path.name}: no installed font has the glyphs of {len(missing)} characters of its labels, "
+                      "drawn as boxes (install a Chinese font, e.g. Debian's fonts-noto-cjk)", PlotWarning, stacklevel=3)
+
+
 def drawable(points: list[list[float]]) -> tuple[list[float], list[float], bool]:
     """The epochs and values of a curve as drawn: a finite value beyond ±``DRAWN_MAX`` at ±``DRAWN_MAX``
     (NaN and infinities stay: matplotlib leaves them out); and whether any was cut."""
@@ -51,6 +84,11 @@ def drawable(points: list[list[float]]) -> tuple[list[float], list[float], bool]
 def plot_curves(series: dict[str, dict[str, list[list[float]]]], path: Path, dev_metric: Optional[str] = None) -> None:
     """Training loss and the dev metric per epoch, one line per run (``series``: label -> curves),
     written as a PNG to ``path``. Values beyond ±``DRAWN_MAX`` are drawn there, and the panel says so."""
+    with _drawing(path):
+        _plot_curves(series, path, dev_metric)
+
+
+def _plot_curves(series: dict[str, dict[str, list[list[float]]]], path: Path, dev_metric: Optional[str]) -> None:
     fig, (loss_ax, dev_ax) = _figure(2)
     cut = set()
     for label, run_curves in series.items():
@@ -83,6 +121,11 @@ def plot_curves(series: dict[str, dict[str, list[list[float]]]], path: Path, dev
 
 def plot_confusion(confusion: dict, path: Path) -> None:
     """``{"labels": [...], "matrix": [[gold x predicted counts]]}`` as a PNG heat map."""
+    with _drawing(path):
+        _plot_confusion(confusion, path)
+
+
+def _plot_confusion(confusion: dict, path: Path) -> None:
     labels, matrix = confusion["labels"], confusion["matrix"]
     fig, (ax,) = _figure(1)
     ax.imshow([[float(n) for n in row] for row in matrix], cmap="Blues")  # a count past int64 is no numpy int

@@ -21,6 +21,10 @@ class PluginWarning(UserWarning):
     """A plugin entry point that failed to load (printed as one ``warning: ...`` line)."""
 
 
+class PlotWarning(UserWarning):
+    """A figure drawn with boxes for characters no installed font has (one ``warning: ...`` line)."""
+
+
 @dataclass(frozen=True)
 class Problem:
     """One thing wrong with a spec: where (``model.encoder.num_heads``; empty for the whole spec,

@@ -231,3 +231,26 @@ def test_bleu_below_one_is_shown_as_points_and_fractions_as_percent():
     assert _fmt("test_bleu", 0.72, 0.1) == "0.72 ± 0.10" and _fmt("f1", 0.72, 0.01) == "72.00 ± 1.00"
     about = description({"leaderboard_metric": "test_bleu"}, {"test_bleu": 0.72}, None)
     assert "test bleu **0.72**" in about
+
+
+def test_figures_with_chinese_labels_warn_once(tmp_path, monkeypatch):
+    """Run names and tag sets in Chinese: drawn with an installed Chinese font when there is one; where
+    none is, one warning naming the figure, not matplotlib's one line per missing glyph."""
+    import warnings
+
+    from multigrain.platform import artifacts
+    from multigrain.platform.errors import PlotWarning
+
+    confusion = {"labels": ["正面", "负面", "中性"], "matrix": [[5, 1, 0], [2, 7, 1], [0, 1, 3]]}
+    curves = {"运行甲": {"train_loss": [[1, 2.0], [2, 1.0]], "validation_f1": [[1, 50.0], [2, 60.0]]},
+              "运行乙": {"train_loss": [[1, 2.5], [2, 1.5]], "validation_f1": [[1, 40.0], [2, 55.0]]}}
+    monkeypatch.setattr(artifacts, "_cjk_font", lambda: None)  # as on a machine without one
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        artifacts.plot_confusion(confusion, tmp_path / "confusion.png")
+        artifacts.plot_curves(curves, tmp_path / "curves.png", "f1")
+    assert [(w.category, str(w.message).split(":")[0]) for w in caught] == [
+        (PlotWarning, "confusion.png"), (PlotWarning, "curves.png")]
+    assert "glyphs of 5 characters" in str(caught[0].message)  # 正 面 负 中 性
+    with Image.open(tmp_path / "curves.png") as png:
+        assert png.size == (1100, 400)
