@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from multigrain.platform.errors import ConfigurationError, DataError
+from multigrain.platform.errors import ConfigurationError, DataError, DataWarning
 from multigrain.platform.paths import is_there
 from multigrain.platform.vec import vec_rows
 
@@ -35,5 +35,5 @@ def load_vec_into(weight: torch.Tensor, tokens: list[str], path: str, skip: int 
             weight[i] = torch.tensor([float(x) for x in parts[1:]])
             found += 1
     missing = len(index) - found
-    warnings.warn(f"{Path(path).name}: {found} of {len(index)} tokens found; {missing} initialised randomly")
+    warnings.warn(f"{Path(path).name}: {found} of {len(index)} tokens found; {missing} initialised randomly", DataWarning)
     return found

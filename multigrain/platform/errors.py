@@ -21,6 +21,10 @@ class PluginWarning(UserWarning):
     """A plugin entry point that failed to load (printed as one ``warning: ...`` line)."""
 
 
+class DataWarning(UserWarning):
+    """Input read as is, or a file rebuilt or not used (printed as one ``warning: path:line: ...`` line)."""
+
+
 class PlotWarning(UserWarning):
     """A figure drawn with boxes for characters no installed font has (one ``warning: ...`` line)."""
 

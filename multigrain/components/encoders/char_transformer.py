@@ -22,7 +22,7 @@ from torch import nn
 from multigrain.components.nn.attention import MultiHeadAttention
 from multigrain.components.nn.old_names import accept_old_names, rename_old_entries
 from multigrain.components.nn.transformer_layer import PostNormTransformerLayer
-from multigrain.platform.errors import ConfigurationError
+from multigrain.platform.errors import ConfigurationError, DataWarning
 from multigrain.platform.kinds import TokenEmbedder
 from multigrain.platform.vocab import Vocabulary
 from multigrain.platform.weights import load_weights, tensor_dict
@@ -123,7 +123,7 @@ class CharTransformer(TokenEmbedder):
         missing = len(own) - len(loaded) - len(skipped)
         if skipped or missing:
             warnings.warn(f"archive_path {archive_path}: loaded {len(loaded)} of {len(own)} tensors; "
-                          f"{missing} not in the archive, shape mismatch: {', '.join(skipped) or 'none'}")
+                          f"{missing} not in the archive, shape mismatch: {', '.join(skipped) or 'none'}", DataWarning)
 
 
 def _bert_init(module: nn.Module) -> None:

@@ -25,7 +25,7 @@ import numpy as np
 from multigrain.components.lattice.builder import LatticeBuilder, file_sha256, gc_paused
 from multigrain.components.lattice.types import Lattice
 from multigrain.platform.data import Instance
-from multigrain.platform.errors import DataError
+from multigrain.platform.errors import DataError, DataWarning
 from multigrain.platform.progress import Stage
 
 #: sentences per ``build_many`` call when building: at most, at first, and the seconds a chunk
@@ -94,13 +94,13 @@ def with_lattices(
         try:
             lattices = load_lattices(path, key, sentences)
         except Exception as e:  # any unreadable / inconsistent file is rebuilt
-            warnings.warn(f"lattice cache {path} is unusable ({type(e).__name__}: {e}); rebuilding it")
+            warnings.warn(f"lattice cache {path} is unusable ({type(e).__name__}: {e}); rebuilding it", DataWarning)
     if lattices is None:
         lattices = build_in_chunks(builder, sentences)
         try:
             save_lattices(path, key, lattices)
         except OSError as e:
-            warnings.warn(f"could not write the lattice cache {path}: {e}")
+            warnings.warn(f"could not write the lattice cache {path}: {e}", DataWarning)
 
     lattice_fields = list(fields.values())
     it = iter(lattices)

@@ -28,7 +28,7 @@ from multigrain.components.readers.files import read_lines, shorten
 from multigrain.components.readers.ner import CharTagReader
 from multigrain.components.tag_schemes import check_scheme, ill_formed_positions, in_scheme, parse_tag, scheme_prefixes
 from multigrain.platform.data import Instance
-from multigrain.platform.errors import ConfigurationError, DataError
+from multigrain.platform.errors import ConfigurationError, DataError, DataWarning
 from multigrain.platform.kinds import Reader
 
 DOCSTART = "-DOCSTART-"
@@ -123,7 +123,7 @@ class ConllReader(CharTagReader):
             previous = shorten(tags[at - 1]) if at else "the sentence start"
             end = " ending the sentence" if at == len(tags) - 1 else ""
             warnings.warn(f"{path}:{lines[at]}: tag {shorten(tags[at])} after {previous}{end} breaks the {self.scheme} "
-                          f"scheme; read as is")
+                          f"scheme; read as is", DataWarning)
         return Instance({"chars": chars, "tags": tags}, source=(path, block[0][0]))
 
     def _token_and_tag(self, path: str, number: int, line: str) -> tuple[str, str]:

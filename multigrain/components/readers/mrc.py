@@ -30,7 +30,7 @@ from multigrain.components.readers.files import read_text, shorten
 from multigrain.components.readers.sentence import SentenceReader
 from multigrain.components.text import split_chars
 from multigrain.platform.data import Instance
-from multigrain.platform.errors import ConfigurationError, DataError
+from multigrain.platform.errors import ConfigurationError, DataError, DataWarning
 from multigrain.platform.jsonio import MAX_DEPTH, JsonTextError, loads, nesting_depth, too_long_number_line
 from multigrain.platform.kinds import Reader
 
@@ -112,7 +112,7 @@ class SquadReader(SentenceReader):
             warnings.warn(
                 f"{path}: on_bad_answer={self.on_bad_answer!r}: {stats['moved']} answers moved to where "
                 f"their text occurs, {stats['dropped']} not found at their answer_start dropped from "
-                f"'answers' (still in 'answer_texts')"
+                f"'answers' (still in 'answer_texts')", DataWarning
             )
 
     def _question(self, path, line, qa, context, context_chars, stats, seen) -> Optional[Instance]:

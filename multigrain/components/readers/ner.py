@@ -17,7 +17,7 @@ from typing import Iterator, Literal, Optional
 from multigrain.components.readers.base import FileReader
 from multigrain.components.readers.files import read_lines, shorten
 from multigrain.platform.data import Instance
-from multigrain.platform.errors import ConfigurationError, DataError
+from multigrain.platform.errors import ConfigurationError, DataError, DataWarning
 from multigrain.platform.kinds import Reader
 
 _BMES_TAG = re.compile(r"O|[BMES]-\S+")
@@ -109,7 +109,7 @@ class CharTagReader(FileReader):
         else:
             previous = shorten(tags[at - 1]) if at else "the sentence start"
             problem = f"tag {shorten(tag)} after {previous}"
-        warnings.warn(f"{path}:{number}: {problem} breaks the {self.scheme} scheme; read as is")
+        warnings.warn(f"{path}:{number}: {problem} breaks the {self.scheme} scheme; read as is", DataWarning)
 
     def _char(self, path: str, number: int, token: str) -> str:
         """One character, not a control character: the character column of BMES files."""

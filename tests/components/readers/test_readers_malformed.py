@@ -104,7 +104,7 @@ def test_bmes_scheme_break_is_read_and_warned_with_its_line(tmp_path):
     ]
 
 
-def test_bio_i_after_o_is_read_and_warned_once_per_sentence(tmp_path):
+def test_bio_i_after_o_is_read_and_warned_once_per_sentence(tmp_path, monkeypatch):
     content = "我0\tO\n爱1\tI-PER.NAM\n你2\tI-PER.NAM\n他3\tO\n们4\tI-PER.NOM\n\n好0\tB-LOC.NAM\n"
     path = write(tmp_path, "w.conll", content)
     with pytest.warns(UserWarning) as caught:
@@ -112,6 +112,14 @@ def test_bio_i_after_o_is_read_and_warned_once_per_sentence(tmp_path):
     assert [str(w.message) for w in caught] == [
         f"{path}:2: tag 'I-PER.NAM' after 'O' breaks the BIO scheme; read as is"]
     assert instances[0]["tags"] == ["O", "I-PER.NAM", "I-PER.NAM", "O", "I-PER.NOM"]
+    # the command line prints it as one line, not Python's "ner.py:112: UserWarning: ..." and a source line
+    from multigrain.platform.commands import _plain_warnings
+
+    monkeypatch.setattr(warnings, "formatwarning", warnings.formatwarning)
+    _plain_warnings()
+    w = caught[0]
+    assert warnings.formatwarning(w.message, w.category, w.filename, w.lineno) == \
+        f"warning: {path}:2: tag 'I-PER.NAM' after 'O' breaks the BIO scheme; read as is\n"
     path = write(tmp_path, "x.conll", "你0\tB-PER.NAM\n们1\tI-PER.NOM\n")  # type change inside a mention
     with pytest.warns(UserWarning, match=r"x\.conll:2: tag 'I-PER\.NOM' after 'B-PER\.NAM'"):
         list(WeiboNerReader().read(path))
