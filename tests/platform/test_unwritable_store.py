@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import ROOT, mlflow_runs
 from tests.platform.test_hostile_store import board_file, row
-from tests.platform.test_mlflow_env import NO_RUNS, cli, here, write_spec  # noqa: F401 (here: a fixture)
+from tests.platform.test_mlflow_env import NO_RUNS, cli, write_spec
 
 SETPRIV = shutil.which("setpriv")
 NOBODY = 65534
@@ -26,7 +26,8 @@ as_root_with_setpriv = pytest.mark.skipif(not (SETPRIV and hasattr(os, "geteuid"
                                           reason="needs root and setpriv to run the CLI as the user nobody")
 
 
-def test_a_store_whose_folder_takes_no_files_is_refused_before_training(here, capsys):
+def test_a_store_whose_folder_takes_no_files_is_refused_before_training(in_tmp, capsys):
+    here = in_tmp
     spec = write_spec(here)
     uri = "sqlite:////proc/mlruns.db"  # /proc exists, and nothing, even root, makes a file there
     refused = f"error: tracking URI {uri}: no file can be made or written in its folder /proc ("
