@@ -60,6 +60,7 @@ local gpu_share = { cpus: 4, gpus: 0.33, memory_gb: 8 };
     { spec: '../ner/resume_big_m3e.jsonnet', seeds: [13, 14, 15] },
     { spec: '../ner/resume_big_m3e.jsonnet', seeds: [13, 14, 15], configs: { e1: ["trainer.num_epochs=1"] } },
     { spec: '../ner/resume_lattice_lstm_m3e.jsonnet', seeds: [13, 14, 15] },
+    { spec: '../ner/resume_plte_m3e_wide.jsonnet', seeds: [13, 14, 15] },
     // Intermediate-task training: every seed starts from the backbone of one MSRA run, the m3e-Tagger's
     // seed 15 [cpu-e1] (its 1 of 2 epochs on the CPU: an hour on 1 thread, the only MSRA stage).
     { spec: '../ner/resume_tagger_m3e_msra.jsonnet', seeds: [13, 14, 15],
@@ -81,6 +82,8 @@ local gpu_share = { cpus: 4, gpus: 0.33, memory_gb: 8 };
     { spec: '../ner/weibo_tagger_m3e.jsonnet', seeds: [13, 14, 15, 16, 17, 18, 19] },
     { spec: '../ner/weibo_plte_m3e.jsonnet', seeds: [13, 14, 15, 16, 17, 18, 19] },
     { spec: '../ner/weibo_big_m3e.jsonnet', seeds: [13, 14, 15, 16, 17, 18, 19] },
+    // PLTE[m3e] at the backbone's width (512, no projection to PLTE's 128)
+    { spec: '../ner/weibo_plte_m3e_wide.jsonnet', seeds: [13, 14, 15, 16, 17, 18, 19] },
     { spec: '../ner/weibo_lattice_lstm_m3e.jsonnet', seeds: [13, 14, 15] },
     { spec: '../ner/weibo_tagger_m3e_msra2.jsonnet', seeds: [13, 14, 15, 16, 17, 18, 19],
       ext_vars: { msra_run: { run_of: 'msra_tagger_m3e_again [cpu-e1]', seed: 16 } } },
