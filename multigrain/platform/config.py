@@ -31,7 +31,7 @@ import sys
 import typing
 from typing import Annotated, Any, Generic, Literal, TypeVar, Union
 
-from multigrain.platform.errors import ConfigurationError, Problem, SpecError, did_you_mean, quoted
+from multigrain.platform.errors import ConfigurationError, DataError, Problem, SpecError, did_you_mean, quoted
 from multigrain.platform.hints import Matches, Range, constructor_parameters, describe, implied_bounds
 from multigrain.platform.registry import PLUGIN_HINT, Registrable, broken_plugins_note, load_all
 from multigrain.platform.paths import input_problem, weights_missing
@@ -376,7 +376,7 @@ def _construct_class(cls: type, value: Any, path: str, errors: list[Problem], ex
         return None
     try:
         return cls(**kwargs)
-    except SpecError:
+    except (SpecError, DataError, MemoryError):  # a data file's fault names its file and line itself
         raise
     except (ValueError, TypeError, ConfigurationError, OSError) as e:  # OSError: a file the spec names
         errors.append(Problem(path, f"{cls.__name__}: {e}", "value"))
