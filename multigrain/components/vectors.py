@@ -35,5 +35,6 @@ def load_vec_into(weight: torch.Tensor, tokens: list[str], path: str, skip: int 
             weight[i] = torch.tensor([float(x) for x in parts[1:]])
             found += 1
     missing = len(index) - found
-    warnings.warn(f"{Path(path).name}: {found} of {len(index)} tokens found; {missing} initialised randomly", DataWarning)
+    warnings.warn(f"{Path(path).name}: {found} of {len(index)} tokens found; {missing} initialised randomly",
+                  DataWarning)
     return found

@@ -70,7 +70,8 @@ def _drawing(path: Path):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if missing:
         warnings.warn(f"{path.name}: no installed font has the glyphs of {len(missing)} characters of its labels, "
-                      "drawn as boxes (install a Chinese font, e.g. Debian's fonts-noto-cjk)", PlotWarning, stacklevel=3)
+                      "drawn as boxes (install a Chinese font, e.g. Debian's fonts-noto-cjk)", PlotWarning,
+                      stacklevel=3)
 
 
 def drawable(points: list[list[float]]) -> tuple[list[float], list[float], bool]:
