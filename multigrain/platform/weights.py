@@ -59,6 +59,7 @@ def torch_file(path: Path, what: str = "checkpoint", where: str = "") -> None:
     try:
         with zipfile.ZipFile(path) as archive:
             names = archive.namelist()
+            compressed = _compressed_in(archive, os.path.getsize(path))
     except zipfile.BadZipFile:
         empty = os.path.getsize(path) == 0
         raise ConfigurationError(f"{where}{path}: not a multigrain {what}, or damaged "
@@ -67,9 +68,8 @@ def torch_file(path: Path, what: str = "checkpoint", where: str = "") -> None:
         raise ConfigurationError(f"{where}{path}: cannot read the {what} ({e.strerror})") from None
     if not any(name.endswith("/data.pkl") for name in names):
         raise ConfigurationError(f"{where}{path}: not a multigrain {what} (a zip file that torch.save did not write)")
-    with open(path, "rb") as f:
-        if problem := _compressed_member(f, os.path.getsize(path)):
-            raise ConfigurationError(f"{where}{path}: not a multigrain {what} ({problem})")
+    if compressed:
+        raise ConfigurationError(f"{where}{path}: not a multigrain {what} ({compressed})")
 
 
 def _allowed_globals() -> list:
@@ -145,14 +145,21 @@ def _compressed_member(f, size: int) -> Optional[str]:
 
     try:
         with zipfile.ZipFile(f) as archive:
-            for member in archive.infolist():
-                if member.compress_type != zipfile.ZIP_STORED or member.file_size > size:
-                    return (f"its member {member.filename[:80]!r} is compressed, {member.file_size:,} bytes in "
-                            f"{member.compress_size:,}; torch.save stores tensors uncompressed")
+            return _compressed_in(archive, size)
     except (zipfile.BadZipFile, ValueError, OverflowError):
         return None
     finally:
         f.seek(0)
+
+
+def _compressed_in(archive, size: int) -> Optional[str]:
+    """``_compressed_member`` of the open ``zipfile.ZipFile`` ``archive``."""
+    import zipfile
+
+    for member in archive.infolist():
+        if member.compress_type != zipfile.ZIP_STORED or member.file_size > size:
+            return (f"its member {member.filename[:80]!r} is compressed, {member.file_size:,} bytes in "
+                    f"{member.compress_size:,}; torch.save stores tensors uncompressed")
     return None
 
 
