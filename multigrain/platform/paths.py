@@ -63,6 +63,20 @@ def input_problem(path: str | Path, what: str) -> Optional[str]:
     return f"{path}: no such {what}"
 
 
+def stat_problem(info: os.stat_result, limit: int, what: str) -> Optional[str]:
+    """Why a file of ``info`` (``os.stat``'s) is not read whole: no regular file (a FIFO would block
+    the read, a device never ends), or larger than ``limit`` bytes (``what``: "spec file"); None when it is read."""
+    import stat
+
+    from multigrain.platform.weights import file_kind
+
+    if not stat.S_ISREG(info.st_mode):
+        return f"not a regular file ({file_kind(info.st_mode)})"
+    if info.st_size > limit:
+        return f"{info.st_size:,} bytes, more than the {limit:,} bytes ({limit >> 20} MiB) a {what} may have"
+    return None
+
+
 def short_path(path) -> str:
     """``path`` as an error line shows it: whole up to 100 characters, else its first 60 and last 20."""
     text = str(path)

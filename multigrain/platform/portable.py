@@ -199,18 +199,15 @@ def _file_text(path: Path) -> bytes:
     """The bytes of ``path``, refused (one ConfigurationError) when it is no regular file (a FIFO
     would block the read forever, a device never ends, a folder is no file) or larger than
     ``MAX_BYTES``; both are checked on the open file, before any byte is read."""
-    from multigrain.platform.weights import file_kind
+    from multigrain.platform.paths import stat_problem
 
     # O_NONBLOCK: opening a FIFO does not wait for a writer
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BYTES:
+    if problem := stat_problem(info, MAX_BYTES, "leaderboard file"):
         os.close(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ConfigurationError(f"{path}: not a regular file ({file_kind(info.st_mode)}); a leaderboard file "
-                                     f"is a file written by `multigrain leaderboard --export`")
-        raise ConfigurationError(f"{path}: {info.st_size:,} bytes, more than the {MAX_BYTES:,} bytes (64 MiB) "
-                                 f"a leaderboard file may have; refused unread")
+        raise ConfigurationError(f"{path}: {problem}; " + ("refused unread" if stat.S_ISREG(info.st_mode) else
+                                 "a leaderboard file is a file written by `multigrain leaderboard --export`"))
     with os.fdopen(fd, "rb") as f:
         data = f.read(MAX_BYTES + 1)
     if len(data) > MAX_BYTES:  # it grew after the check

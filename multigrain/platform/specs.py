@@ -9,13 +9,13 @@ import difflib
 import hashlib
 import json
 import os
-import stat
 from pathlib import Path
 from typing import Any, Sequence
 
 from multigrain.platform.digits import whole_number
 from multigrain.platform.errors import ConfigurationError, Problem, SpecError, did_you_mean
 from multigrain.platform.jsonio import too_long_number
+from multigrain.platform.paths import stat_problem
 
 
 def parse_ext_vars(pairs: list[str]) -> dict[str, str]:
@@ -73,17 +73,11 @@ MAX_SPEC_BYTES = 16 * 1024 * 1024
 def file_problem(path: Path) -> str | None:
     """Why a spec or a file it imports is not read: none, no regular file (a FIFO would block the
     read, a device never ends), or larger than ``MAX_SPEC_BYTES``; None when it is read."""
-    from multigrain.platform.weights import file_kind
-
     try:
         info = os.stat(path)
     except OSError:
         return "no such file"
-    if not stat.S_ISREG(info.st_mode):
-        return f"not a regular file ({file_kind(info.st_mode)})"
-    if info.st_size > MAX_SPEC_BYTES:
-        return f"{info.st_size:,} bytes, more than the {MAX_SPEC_BYTES:,} bytes (16 MiB) a spec file may have"
-    return None
+    return stat_problem(info, MAX_SPEC_BYTES, "spec file")
 
 
 #: seconds a spec's Jsonnet may take to evaluate (``--jsonnet-timeout``): specs take milliseconds
