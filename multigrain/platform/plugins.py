@@ -180,8 +180,8 @@ def recorded(run_dir: Path) -> list[dict]:
     try:
         from multigrain.platform.jsonio import loads
 
-        if path.stat().st_size > MAX_RECORD_BYTES:
-            raise ValueError(f"{path.stat().st_size:,} bytes, more than a plugin record's {MAX_RECORD_BYTES:,}")
+        if (size := path.stat().st_size) > MAX_RECORD_BYTES:
+            raise ValueError(f"{size:,} bytes, more than a plugin record's {MAX_RECORD_BYTES:,}")
 
         modules = loads(path.read_text(encoding="utf-8"))["modules"]  # deep nesting: an error, no RecursionError
         if not isinstance(modules, list):
