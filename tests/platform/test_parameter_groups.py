@@ -36,3 +36,18 @@ def test_a_regex_that_matches_nothing_is_an_error_naming_it():
 def test_a_malformed_group_is_an_error(bad):
     with pytest.raises(ValueError, match=r"parameter_groups\[0\] must be"):
         parameter_groups(list(_model().named_parameters()), bad)
+
+
+def test_a_group_that_matches_nothing_stops_the_run_before_its_directory_is_made(tmp_path):
+    from multigrain.platform.errors import SpecError
+    from multigrain.platform.runs import Run
+    from multigrain.testing import bilstm_tagger, copy_sentences, tiny_spec
+    from tests.conftest import DATA
+
+    train = copy_sentences(DATA / "resume_ner" / "dev.char.bmes", tmp_path / "train.bmes", 8)
+    spec = tiny_spec(bilstm_tagger(), {"type": "resume_ner"}, train, task="ner")
+    spec["trainer"]["optimizer"]["parameter_groups"] = [[["^nomatch\\."], {"lr": 2e-5}]]
+    with pytest.raises(SpecError) as caught:
+        Run(spec, tmp_path / "run").train()
+    assert "parameter_groups[0]: the regex '^nomatch\\\\.' matches no parameter name" in str(caught.value)
+    assert not (tmp_path / "run").exists()
