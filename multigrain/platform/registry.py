@@ -85,6 +85,8 @@ class Registrable:
                                          f"{getattr(subclass, '__qualname__', repr(subclass))} "
                                          f"({getattr(subclass, '__module__', '?')}), which is no class; register "
                                          f"a subclass of {cls.__name__}")
+            if not subclass.__module__.startswith("multigrain."):
+                load_builtin()  # a plugin registered before the built-ins must still meet the name it takes
             old = entries.get(name)
             if old is not None and old.cls is not subclass and (not exist_ok or _replaces_builtin(old.cls, subclass)):
                 overridden = "; a plugin cannot replace a built-in component (one name and one spec hash would " \

@@ -127,6 +127,22 @@ def test_a_plugin_cannot_replace_a_built_in_component_even_with_exist_ok():
     assert Encoder.register("mg_test_own_name", exist_ok=True)(type("Again", (Encoder,), {})) is not None
 
 
+
+def test_a_plugin_registered_before_the_built_ins_are_loaded_cannot_take_their_name():
+    import subprocess
+
+    code = textwrap.dedent("""
+        from multigrain.platform.kinds import Encoder
+        try:
+            Encoder.register("bilstm", exist_ok=True)(type("Impostor", (Encoder,), {"__module__": "someones_plugin"}))
+        except Exception as e:
+            print(type(e).__name__)
+        print(Encoder.by_name("bilstm").__module__)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
+    assert done.stdout.split() == ["ConfigurationError", "multigrain.components.encoders.bilstm"], done.stderr
+
 def test_a_function_registered_as_a_component_is_refused():
     def encoder_function(input_dim: int):
         return None
