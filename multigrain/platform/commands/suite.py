@@ -51,8 +51,9 @@ def cmd_suite(args) -> int:
     if problems := repeated_overrides(args.override or []):  # the command line's own: its entries' may layer
         raise SpecError(problems, args.suite)
     definition = suites.load_suite(args.suite, args.jsonnet_path, args.jsonnet_timeout)
+    trains = not args.dry_run and args.check is None  # data files and vectors need exist only for that
     runs = suites.plan(args.suite, definition, args.runs_dir, args.only, args.jsonnet_path, args.jsonnet_timeout,
-                       check_data_paths=not args.dry_run, seeds=args.seeds, overrides=args.override)
+                       check_data_paths=trains, seeds=args.seeds, overrides=args.override)
     if args.check is not None:
         from multigrain.platform.portable import read_board
 
