@@ -37,7 +37,7 @@ from multigrain.platform.evaluation import check_model_reads
 from multigrain.platform.final_evaluation import evaluate_best
 from multigrain.platform.initializer import initialize
 from multigrain.platform.test_sets import read_test_sets
-from multigrain.platform.training import Trainer, TrainerConfig, seed_everything, write_json
+from multigrain.platform.training import Trainer, TrainerConfig, optimization, seed_everything, write_json
 from multigrain.platform.weights import torch_file, write_atomically
 
 
@@ -99,17 +99,6 @@ class Extension:
                 write_atomically(path, lambda f, data=data: f.write(data))
 
 
-def check_optimization(config: TrainerConfig, model, steps_per_epoch: int) -> None:
-    """Build the optimizer and schedule once, unused, before the run's files are written: a
-    ``parameter_groups`` regex that matches no parameter (or a schedule the spec gets wrong) stops the
-    run here, not after its directory is made. The trainer builds its own from the same spec."""
-    params = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
-    optimizer = config.optimizer.construct(model_parameters=params)
-    if config.scheduler is not None:
-        config.scheduler.construct(optimizer=optimizer, num_training_steps=steps_per_epoch * config.num_epochs,
-                                   offered={"steps_per_epoch": steps_per_epoch})
-
-
 def train_run(run, resume: bool, extended: bool, stop_after_epoch: Optional[int], live, commit: str,
               epoch_lines: bool, data_parallel: Optional[DataParallel]) -> dict:
     """Train (or continue) ``run`` (a ``runs.Run``) into its directory as planned (``resume``: from
@@ -147,7 +136,7 @@ def train_run(run, resume: bool, extended: bool, stop_after_epoch: Optional[int]
         raise ConfigurationError(f"trainer.validation_metric: the model reports no metric "
                                  f"{exp.trainer.metric_name!r}; it reports {', '.join(sorted(reported))}")
     train_batches = batches_for(model, train, exp.data_loader, exp.seed, True)  # checks max_tokens
-    check_optimization(exp.trainer, model, train_batches.num_batches(0))
+    optimization(exp.trainer, model, train_batches.num_batches(0))  # once, unused: a bad regex stops here
     check_model_reads(model, {"validation_dataset_reader": dev, "test_dataset_reader": test,
                               **{f"test_sets.{name}": s for name, s in test_sets.items()}},
                       train=train, suspects=plugins.suspects(run.spec))

@@ -123,6 +123,17 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def optimization(config: TrainerConfig, model: torch.nn.Module, steps_per_epoch: int) -> tuple:
+    """The optimizer over ``model``'s trainable parameters (named, for ``parameter_groups``) and the
+    schedule (None without one) that ``config`` names, for ``config.num_epochs`` of ``steps_per_epoch``."""
+    params = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
+    optimizer = config.optimizer.construct(model_parameters=params)
+    if config.scheduler is None:
+        return optimizer, None
+    return optimizer, config.scheduler.construct(optimizer=optimizer, offered={"steps_per_epoch": steps_per_epoch},
+                                                 num_training_steps=steps_per_epoch * config.num_epochs)
+
+
 class Trainer:
     """Trains ``model`` in this process, or as one ``replica`` of a data-parallel training (see
     ``data_parallel``): then every replica steps on its slice of each batch, the chief (rank 0)
@@ -150,14 +161,7 @@ class Trainer:
             self.stepped = compiling.compiled(self.stepped, self.device)
         self.prefetch = prefetch  # batches built ahead on a thread (0: in this one); the same batches
         self.sync_seconds = min(progress_interval(), SYNC_SECONDS)
-        params = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
-        self.optimizer = config.optimizer.construct(model_parameters=params)
-        steps_per_epoch = train.num_batches(0)
-        self.scheduler = None
-        if config.scheduler is not None:
-            self.scheduler = config.scheduler.construct(optimizer=self.optimizer,
-                                                        num_training_steps=steps_per_epoch * config.num_epochs,
-                                                        offered={"steps_per_epoch": steps_per_epoch})
+        self.optimizer, self.scheduler = optimization(config, model, train.num_batches(0))
         self.average = MovingAverage(model, config.moving_average) if config.moving_average else None
         self.adversary = FastGradient(model, config.adversarial) if config.adversarial else None
         self.sign = config.metric_sign
