@@ -23,6 +23,8 @@ from __future__ import annotations
 import os
 import sys
 import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
 from multigrain.platform import archive as files
@@ -41,10 +43,11 @@ from multigrain.platform.training import Trainer, TrainerConfig, optimization, s
 from multigrain.platform.weights import torch_file, write_atomically
 
 
-def check_data_parallel(config: TrainerConfig, data_parallel: Optional[DataParallel]) -> None:
-    """Refuses ``trainer.workers`` above 1 without an executor to train the replicas (checked
-    before anything is written to the run directory)."""
-    if config.workers > 1 and data_parallel is None:
+def check_data_parallel(config: TrainerConfig, data_parallel: Optional[DataParallel], executor: bool = True) -> None:
+    """Refuses ``trainer.workers`` above 1 without an executor to train the replicas (unless
+    ``executor`` is False: none is needed), and with adversarial training (checked before anything
+    is written to the run directory)."""
+    if config.workers > 1 and data_parallel is None and executor:
         raise ConfigurationError(f"trainer.workers is {config.workers}: a data-parallel training needs an "
                                  f"executor and none was given (`multigrain train` uses Ray Train; "
                                  f"Run.train(data_parallel=...)); set trainer.workers to 1 to train in this process")
@@ -99,16 +102,25 @@ class Extension:
                 write_atomically(path, lambda f, data=data: f.write(data))
 
 
-def train_run(run, resume: bool, extended: bool, stop_after_epoch: Optional[int], live, commit: str,
-              epoch_lines: bool, data_parallel: Optional[DataParallel]) -> dict:
-    """Train (or continue) ``run`` (a ``runs.Run``) into its directory as planned (``resume``: from
-    ``last.pt``; ``extended``: the run is now the longer spec's); returns the summary also written
-    to ``metrics.json``. ``live``: the ``live_log.LiveLog`` of this call."""
+@dataclass
+class Prepared:
+    """What a run trains on, read and built, every check before its first file passed (``prepare``)."""
+    train: list
+    dev: list
+    test: list
+    test_sets: dict
+    vocab: object
+    model: object
+    train_batches: object
+
+
+def prepare(run, resume: bool, resource_dir: Optional[Path] = None) -> Prepared:
+    """The data, the vocabulary (a resumed run's own) and the model of ``run``, and every refusal made
+    before the run directory is written: the device (one process), memory, the validation metric,
+    ``max_tokens``, the optimizer's parameter groups, the evaluation readers. Seeds first, as the
+    training does. A fresh model's fitted resources go to ``resource_dir`` (default: the run's)."""
     exp, run_dir = run.experiment, run.run_dir
-    check_data_parallel(exp.trainer, data_parallel)
-    checkpoint_seconds = checkpoints.checkpoint_interval()  # a bad MULTIGRAIN_CHECKPOINT_SECONDS: before any file
     seed_everything(exp.seed)
-    started = time.time()
     train = read_all(exp.dataset_reader, exp.train_data_path)
     dev = read_all(exp.validation_dataset_reader, exp.validation_data_path)
     test = read_all(exp.test_dataset_reader, exp.test_data_path) if exp.evaluate_on_test else []
@@ -123,9 +135,10 @@ def train_run(run, resume: bool, extended: bool, stop_after_epoch: Optional[int]
         raise ConfigurationError(why_not)  # before a model's resource is fitted into the run directory
     from multigrain.platform.memory import check_training_memory  # sizes beyond the machine: refused unallocated
 
-    check_training_memory(exp.model, vocab, run_dir, exp.trainer.cuda_device, source=run.source)
+    resource_dir = run_dir if resource_dir is None else resource_dir
+    check_training_memory(exp.model, vocab, resource_dir, exp.trainer.cuda_device, source=run.source)
     model = exp.model.construct(vocab=vocab, offered={"resources": files.run_resources(run_dir) if resume
-                                                      else run_marker.fresh_resources(run_dir, train)})
+                                                      else run_marker.fresh_resources(resource_dir, train)})
     if exp.initializer is not None and not resume:  # a misfit stops the run before its files are written
         copied = initialize(model, exp.initializer)
         print(f"initializer: {copied} tensors from {exp.initializer.weights}", file=sys.stderr, flush=True)
@@ -140,6 +153,21 @@ def train_run(run, resume: bool, extended: bool, stop_after_epoch: Optional[int]
     check_model_reads(model, {"validation_dataset_reader": dev, "test_dataset_reader": test,
                               **{f"test_sets.{name}": s for name, s in test_sets.items()}},
                       train=train, suspects=plugins.suspects(run.spec))
+    return Prepared(train, dev, test, test_sets, vocab, model, train_batches)
+
+
+def train_run(run, resume: bool, extended: bool, stop_after_epoch: Optional[int], live, commit: str,
+              epoch_lines: bool, data_parallel: Optional[DataParallel]) -> dict:
+    """Train (or continue) ``run`` (a ``runs.Run``) into its directory as planned (``resume``: from
+    ``last.pt``; ``extended``: the run is now the longer spec's); returns the summary also written
+    to ``metrics.json``. ``live``: the ``live_log.LiveLog`` of this call."""
+    exp, run_dir = run.experiment, run.run_dir
+    check_data_parallel(exp.trainer, data_parallel)
+    checkpoint_seconds = checkpoints.checkpoint_interval()  # a bad MULTIGRAIN_CHECKPOINT_SECONDS: before any file
+    started = time.time()
+    ready = prepare(run, resume)
+    train, dev, test, test_sets = ready.train, ready.dev, ready.test, ready.test_sets
+    vocab, model, train_batches = ready.vocab, ready.model, ready.train_batches
 
     replicas = data_parallel(run, exp.trainer.workers) if exp.trainer.workers > 1 else None
     device = pick_device(exp.trainer.cuda_device)  # this process's: the final evaluation's

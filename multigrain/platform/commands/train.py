@@ -17,6 +17,9 @@ def register(sub) -> None:
                    "trainer.num_epochs (and nothing else changed) extend it, when the schedule does not depend on "
                    "num_epochs")
     p.add_argument("--stop-after-epoch", type=positive_int, help="stop after this many epochs (resume later)")
+    p.add_argument("--dry-run", action="store_true", help="read the data, build the vocabulary and the model, make "
+                   "every check a training makes before its first file, report the examples, vocabulary, "
+                   "parameters (per optimizer group) and steps, and train nothing: nothing is written")
     p.add_argument("--tracking-uri", help="MLflow tracking URI (default sqlite:///mlruns.db)")
     p.add_argument("--no-tracking", action="store_true", help="do not log to MLflow")
     p.add_argument("--workers", type=positive_int, metavar="N",
@@ -30,6 +33,11 @@ def register(sub) -> None:
 def train(args) -> int:
     from multigrain.platform.commands.checks import check_run_dir
 
+    if args.dry_run and (given := [flag for flag, value in (("--resume", args.resume), ("--stop-after-epoch",
+                                   args.stop_after_epoch), ("--address", args.address)) if value]):
+        from multigrain.platform.errors import ConfigurationError
+
+        raise ConfigurationError(f"--dry-run trains nothing: {', '.join(given)} cannot go with it")
     if args.serialization_dir is not None:  # before anything is read: a file, /proc, a name too long...
         check_run_dir(args.serialization_dir)
     spec = load_spec_args(args)  # before torch is imported: the Jsonnet child forks from a small process
@@ -51,6 +59,8 @@ def train(args) -> int:
 
         check_run_dir(default_run_dir(args.spec, spec_hash(spec)), "run directory")
     run = Run(spec, args.serialization_dir, source=args.spec)
+    if args.dry_run:
+        return report_dry_run(args.spec, run)
     data_parallel = None  # the run knows no Ray: Ray Train's executor is handed to it here
     if run.trainer.workers > 1:
         from multigrain.platform.ray.train import RayTrainCluster
@@ -67,6 +77,13 @@ def train(args) -> int:
     logger = None if args.no_tracking else RunLogger(args.tracking_uri, ext_vars=run.ext_vars)
     print_result(run.train(resume=args.resume, stop_after_epoch=args.stop_after_epoch, logger=logger,
                            data_parallel=data_parallel))
+    return 0
+
+
+def report_dry_run(source: str, run) -> int:
+    from multigrain.platform.dry_run import dry_run, report_lines
+
+    print("\n".join(report_lines(source, dry_run(run))))
     return 0
 
 
