@@ -1,8 +1,8 @@
 """``multigrain train SPEC --dry-run`` (AllenNLP's ``train --dry-run``): everything a training does
 before its run directory's first file (``run_training.prepare``: the data read, the vocabulary and
 the model built, every check passed), then a report of what the training would be, and nothing
-written: no run directory, no MLflow run. A model resource fitted to the training data (a lexicon
-cache, say) is fitted into a temporary directory that is removed afterwards."""
+written: no run directory, no MLflow run. A model resource fitted to the training data (the
+translator's subwords) is fitted into a temporary directory that is removed afterwards."""
 from __future__ import annotations
 
 import tempfile
@@ -10,7 +10,6 @@ from pathlib import Path
 
 from multigrain.platform.devices import describe_device, pick_device
 from multigrain.platform.run_training import check_data_parallel, prepare
-from multigrain.platform.training import optimization
 
 
 def dry_run(run) -> dict:
@@ -21,7 +20,7 @@ def dry_run(run) -> dict:
     check_data_parallel(exp.trainer, None, executor=False)  # no replicas are started
     with tempfile.TemporaryDirectory(prefix="multigrain-dry-run-") as scratch:
         ready = prepare(run, resume=False, resource_dir=Path(scratch))
-        optimizer, _ = optimization(exp.trainer, ready.model, ready.train_batches.num_batches(0))
+    optimizer = ready.optimizer
     device = pick_device(exp.trainer.cuda_device)
     names = {id(p): name for name, p in ready.model.named_parameters()}
     groups = [{"parameters": sum(p.numel() for p in group["params"]), "tensors": len(group["params"]),
@@ -67,4 +66,3 @@ def report_lines(source: str, report: dict) -> list[str]:
     lines.append(f"  training: {report['batches_per_epoch']:,} batches an epoch x {report['epochs']} epochs = "
                  f"{report['optimizer_steps']:,} optimizer steps{workers}")
     return lines
-

@@ -112,6 +112,7 @@ class Prepared:
     vocab: object
     model: object
     train_batches: object
+    optimizer: object  # built once, unused by the training (its Trainer builds its own): what it would step
 
 
 def prepare(run, resume: bool, resource_dir: Optional[Path] = None) -> Prepared:
@@ -149,11 +150,11 @@ def prepare(run, resume: bool, resource_dir: Optional[Path] = None) -> Prepared:
         raise ConfigurationError(f"trainer.validation_metric: the model reports no metric "
                                  f"{exp.trainer.metric_name!r}; it reports {', '.join(sorted(reported))}")
     train_batches = batches_for(model, train, exp.data_loader, exp.seed, True)  # checks max_tokens
-    optimization(exp.trainer, model, train_batches.num_batches(0))  # once, unused: a bad regex stops here
+    optimizer, _ = optimization(exp.trainer, model, train_batches.num_batches(0))  # a bad regex stops here
     check_model_reads(model, {"validation_dataset_reader": dev, "test_dataset_reader": test,
                               **{f"test_sets.{name}": s for name, s in test_sets.items()}},
                       train=train, suspects=plugins.suspects(run.spec))
-    return Prepared(train, dev, test, test_sets, vocab, model, train_batches)
+    return Prepared(train, dev, test, test_sets, vocab, model, train_batches, optimizer)
 
 
 def train_run(run, resume: bool, extended: bool, stop_after_epoch: Optional[int], live, commit: str,
