@@ -55,6 +55,8 @@ local gpu_share = { cpus: 4, gpus: 0.33, memory_gb: 8 };
     { spec: '../ner/resume_star.jsonnet', seeds: [13] },
     { spec: '../ner/resume_tagger_m3e.jsonnet', seeds: [13, 14, 15, 16, 17, 18, 19] },
     { spec: '../ner/resume_tagger_m3e.jsonnet', seeds: [13, 14, 15], configs: { e1: ["trainer.num_epochs=1"] } },
+    // the BERT-Tagger as the PLTE paper runs it (softmax head), beside the CRF one above
+    { spec: '../ner/resume_softmax_m3e.jsonnet', seeds: [13, 14, 15, 16, 17, 18, 19] },
     { spec: '../ner/resume_plte_m3e.jsonnet', seeds: [13, 14, 15, 16, 17, 18, 19] },
     { spec: '../ner/resume_plte_m3e.jsonnet', seeds: [13, 14, 15], configs: { e1: ["trainer.num_epochs=1"] } },
     { spec: '../ner/resume_big_m3e.jsonnet', seeds: [13, 14, 15, 16, 17, 18, 19] },
@@ -80,6 +82,7 @@ local gpu_share = { cpus: 4, gpus: 0.33, memory_gb: 8 };
     { spec: '../ner/resume_lattice_lstm_m3e_msra2.jsonnet', seeds: [13, 14, 15, 16, 17, 18, 19],
       ext_vars: { msra_run: { run_of: 'msra_tagger_m3e_again [cpu-e1]', seed: 16 } } },
     { spec: '../ner/weibo_tagger_m3e.jsonnet', seeds: [13, 14, 15, 16, 17, 18, 19] },
+    { spec: '../ner/weibo_softmax_m3e.jsonnet', seeds: [13, 14, 15, 16, 17, 18, 19] },
     { spec: '../ner/weibo_plte_m3e.jsonnet', seeds: [13, 14, 15, 16, 17, 18, 19] },
     { spec: '../ner/weibo_big_m3e.jsonnet', seeds: [13, 14, 15, 16, 17, 18, 19] },
     // PLTE[m3e] at the backbone's width (512, no projection to PLTE's 128)
