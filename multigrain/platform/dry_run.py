@@ -1,13 +1,16 @@
 """``multigrain train SPEC --dry-run`` (AllenNLP's ``train --dry-run``): everything a training does
 before its run directory's first file (``run_training.prepare``: the data read, the vocabulary and
 the model built, every check passed), then a report of what the training would be, and nothing
-written: no run directory, no MLflow run. A model resource fitted to the training data (the
-translator's subwords) is fitted into a temporary directory that is removed afterwards."""
+written: no run directory, no MLflow run. A ``-s`` directory the training would refuse (not empty:
+another's files, or a run that only ``--resume`` may continue) is refused the same way, before any
+data is read. A model resource fitted to the training data (the translator's subwords) is fitted
+into a temporary directory that is removed afterwards."""
 from __future__ import annotations
 
 import tempfile
 from pathlib import Path
 
+from multigrain.platform import run_marker
 from multigrain.platform.devices import describe_device, pick_device
 from multigrain.platform.run_training import check_data_parallel, prepare
 
@@ -17,6 +20,9 @@ def dry_run(run) -> dict:
     parameters (trainable, and per optimizer group with its learning rate), batches and optimizer
     steps, and the device. Raises the error the training would raise before writing anything."""
     exp = run.experiment
+    # the run directory a training would refuse (a folder of other files, a run that needs --resume), before any data
+    run_marker.refuse_foreign(run.run_dir)
+    run.plan.decide(resume=False)  # without --resume it only checks; it removes nothing
     check_data_parallel(exp.trainer, None, executor=False)  # no replicas are started
     with tempfile.TemporaryDirectory(prefix="multigrain-dry-run-") as scratch:
         ready = prepare(run, resume=False, resource_dir=Path(scratch))

@@ -121,3 +121,25 @@ def test_a_resource_fitted_to_the_training_data_goes_to_a_scratch_folder_that_is
     assert code == 0, err
     assert "  examples: train 12, validation 0, test 0" in out.splitlines()
     assert files_under(tmp_path) == before  # the subwords were fitted, under tmp/, and removed with it
+
+
+def test_a_run_directory_the_training_would_refuse_is_refused_by_the_dry_run_with_the_same_error(
+        tmp_path, tagger_spec, capsys, monkeypatch):
+    """AllenNLP's dry run refuses a serialization directory that is not empty; so does ours, with the
+    training's own message: a folder of the user's files, and a finished run that only --resume may continue."""
+    monkeypatch.chdir(tmp_path)
+    path = write_spec(tmp_path, tagger_spec)
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "notes.txt").write_text("mine", encoding="utf-8")
+    run = tmp_path / "run"
+    assert cli(capsys, "train", path, "-s", run, "--no-tracking")[0] == 0
+    for folder in (theirs, run):
+        before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+        code, out, dry_err = cli(capsys, "train", path, "-s", folder, "--dry-run")
+        assert (code, out) == (2, "")
+        code, _, train_err = cli(capsys, "train", path, "-s", folder, "--no-tracking")
+        assert code == 2 and dry_err == train_err and dry_err.startswith(f"error: {folder}: ")
+        assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+    assert "holds notes.txt; nothing in it was changed" in cli(capsys, "train", path, "-s", theirs, "--dry-run")[2]
+    assert "pass --resume to continue it" in cli(capsys, "train", path, "-s", run, "--dry-run")[2]
