@@ -198,7 +198,10 @@ def ner_section(recs: list[dict]) -> list[str]:
                 "offline: models start from random character/bigram/word vectors, or (`*_vec`) from SGNS vectors "
                 "trained by `benchmarks/pretrain_vectors.py` on the shared training text (4.8 M characters), whereas "
                 "the papers used Giga-word word2vec (PLTE, Lattice LSTM) or BERT (BiG Tab. IV: BiG, Transformer, "
-                "Star-Transformer), so compare our rows with each other. Settings and their sources: `jsonnet_configs/lib/ner_models.libsonnet`. "
+                "Star-Transformer), so compare our rows with each other. BiG's Table IV prints its Resume and MSRA "
+                "columns swapped: its numbers stand here under the dataset they belong to, marked 'printed under' "
+                "the other (`benchmarks/paper_numbers.json`). The `*_m3e` rows carry the papers' [BERT] rows "
+                "(BERT-base, 12 layers of 768; m3e-small is 4 of 512). Settings and their sources: `jsonnet_configs/lib/ner_models.libsonnet`. "
                 "MLflow experiments `ner/<dataset>`.", ""]
     return body + ner_table(rows) + seed_spread(rows)
 

@@ -49,7 +49,7 @@ def test_runs_are_named_described_and_carry_their_pictures(board, tmp_path):
     assert tags["spec_name"] == "resume_bilstm_crf" and tags["seed"] == "8"
     assert tags["seed_group"] == run_of(board["uri"], board["results"][0])[1].data.tags["seed_group"]
     note = tags["mlflow.note.content"]
-    assert f"test f1 **{100 * result['test']['f1']:.2f}**" in note and "91.87 (BiG Tab. IV, LSTM)" in note
+    assert f"test f1 **{100 * result['test']['f1']:.2f}**" in note and "94.41 (BiG Tab. IV, LSTM, printed under MSRA)" in note
     assert "model `tagger`, encoder `bilstm`, dataset `ner/resume`, seed 8" in note
     names = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert {"learning_curves.png", "learning_curves.json", "test_report.json", "sample_predictions.json"} <= names
@@ -70,7 +70,7 @@ def test_leaderboard_groups_seeds_beside_the_paper_in_every_format(board, capsys
     group = next(r for r in rows if r["seeds"] == 2)
     assert group["values"] == seeds and group["value"] == pytest.approx(statistics.fmean(seeds))
     assert group["ours"] == f"{100 * statistics.fmean(seeds):.2f} ± {100 * statistics.stdev(seeds):.2f}"
-    assert group["paper"] == "91.87 (BiG Tab. IV, LSTM)" and group["metric"] == "test_f1"
+    assert group["paper"] == "94.41 (BiG Tab. IV, LSTM, printed under MSRA)" and group["metric"] == "test_f1"
     assert [r["rank"] for r in rows] == [1, 2] and rows[0]["value"] >= rows[1]["value"]
 
     code, md, _ = cli(capsys, "leaderboard", "ner", "--format", "md", "--tracking-uri", board["uri"])
@@ -78,7 +78,7 @@ def test_leaderboard_groups_seeds_beside_the_paper_in_every_format(board, capsys
     assert code == 0 and lines[0] == "| rank | experiment | name | model | encoder | metric | scored on | ours | " \
                                      "seeds | epochs | paper | spec hash | date |" and len(lines) == 4
     assert (f"| resume_bilstm_crf | tagger | bilstm | test_f1 | test | {group['ours']} | 2 | 2 | "
-            "91.87 (BiG Tab. IV, LSTM) |") in md
+            "94.41 (BiG Tab. IV, LSTM, printed under MSRA) |") in md
     code, text, _ = cli(capsys, "leaderboard", "ner/resume", "--format", "csv", "--tracking-uri", board["uri"])
     table = list(csv.DictReader(io.StringIO(text)))
     assert code == 0 and {r["seeds"] for r in table} == {"2", "1"}

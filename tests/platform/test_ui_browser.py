@@ -109,7 +109,7 @@ def test_the_ui_shows_the_run_its_test_f1_and_its_learning_curves(ui):
             page.get_by_text("test_f1", exact=True).first.wait_for()
             body = page.inner_text("body")
             assert f"test_f1\n{shown(result['test']['f1'])}\n" in body
-            assert name in body and "91.87 (BiG Tab. IV, LSTM)" in body  # the description
+            assert name in body and "94.41 (BiG Tab. IV, LSTM, printed under MSRA)" in body  # the description
             page.get_by_role("tab", name="Artifacts").click()
             page.get_by_text("learning_curves.png", exact=True).first.click()
             image = page.locator("img[src^='blob:']").first
