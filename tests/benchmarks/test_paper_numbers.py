@@ -82,3 +82,31 @@ def test_an_m3e_row_of_another_width_or_backbone_start_has_its_models_paper_numb
     assert paper_number("ner/resume", "resume_plte_m3e_wide") == "96.45 BERT-base (PLTE Tab. 1, PLTE[BERT])"
     assert paper_number("ner/resume", "resume_tagger_m3e_msra2") == "95.78 BERT-base (PLTE Tab. 1, BERT-Tagger)"
     assert paper_number("ner/weibo", "weibo_plte_m3e") is None  # the PLTE paper has no PLTE[BERT] row for Weibo
+
+
+def table_text(paper: str, start: str, end: str) -> str:
+    text = (SEEDS / paper).read_text(encoding="utf-8")
+    return text[text.index(start):text.index(end, text.index(start))]
+
+
+@pytest.mark.parametrize("experiment", ["cls/chnsenticorp", "cls/thucnews", "pair/bq"])
+def test_every_sentence_cell_is_in_the_table_it_names(experiment):
+    tables = {"BiG Tab. II": table_text("big_transformer.txt", "TABLE II\n", "D. Results of Machine Reading"),
+              "MWA Tab. 3": table_text("mwa.txt", "Prev. SOTA", "Table 3: Evaluation results"),
+              "HRMF Tab. 2": table_text("hrmf.txt", "Task SC SPM NLI MRC", "6.2 Ablation Study")}
+    dataset = experiment.split("/")[1]
+    column = {"chnsenticorp": 0, "thucnews": 3, "bq": 2}[dataset]  # BiG Tab. II: ChnSenti, Weibo, BQ, THUCNews
+    cells = NUMBERS["experiments"][experiment]
+    assert cells
+    for name, cell in cells.items():
+        number = cell.split()[0]
+        named = [t for t in tables if t in cell]
+        assert named, (experiment, name, cell)
+        for table in named:
+            if table == "BiG Tab. II":  # dev and test per dataset: the number is the dataset's test cell of a row
+                rows = [line.split("\t") for line in tables[table].splitlines() if line.count("\t") == 8]
+                assert any(row[2 + 2 * column] == number for row in rows), (experiment, name, cell)
+            else:  # ChnSentiCorp is the first column of both
+                assert re.search(rf"^BERT\s+{re.escape(number)}|^\+(MWA|HRMF)\s+{re.escape(number)}", tables[table],
+                                 re.M), (experiment, name, cell)
+        assert ("BERT-base" in cell) == name.startswith("m3e_"), (experiment, name, cell)
