@@ -59,6 +59,8 @@ local gpu_share = { cpus: 4, gpus: 0.33, memory_gb: 8 };
     { spec: '../ner/resume_softmax_m3e.jsonnet', seeds: [13, 14, 15, 16, 17, 18, 19] },
     { spec: '../ner/resume_plte_m3e.jsonnet', seeds: [13, 14, 15, 16, 17, 18, 19] },
     { spec: '../ner/resume_plte_m3e.jsonnet', seeds: [13, 14, 15], configs: { e1: ["trainer.num_epochs=1"] } },
+    // PLTE[m3e] read by the m3e-Tagger's CRF instead of the paper's softmax: the two taggers with one head
+    { spec: '../ner/resume_plte_m3e.jsonnet', seeds: [13, 14, 15, 16, 17, 18, 19], configs: { crf: ['model.head={"type":"crf"}'] } },
     { spec: '../ner/resume_big_m3e.jsonnet', seeds: [13, 14, 15, 16, 17, 18, 19] },
     { spec: '../ner/resume_big_m3e.jsonnet', seeds: [13, 14, 15], configs: { e1: ["trainer.num_epochs=1"] } },
     { spec: '../ner/resume_lattice_lstm_m3e.jsonnet', seeds: [13, 14, 15] },
