@@ -25,12 +25,16 @@ BIG_ROWS = {"big": "BiG-Transformer (BERT)", "bilstm_big": "BiG-Transformer (BER
             "star": "Star-Transformer (BERT)", "transformer": "Transformer (BERT)", "bilstm_crf": "LSTM"}
 
 
+def table_text(paper: str, start: str, end: str) -> str:
+    """The text of ``paper`` from ``start`` to the first ``end`` after it."""
+    text = (SEEDS / paper).read_text(encoding="utf-8")
+    return text[text.index(start):text.index(end, text.index(start))]
+
+
 def big_table_iv() -> dict[str, dict[str, tuple[str, str, str]]]:
     """Row name -> column as printed -> (P, R, F1), from the BiG paper's text."""
-    text = (SEEDS / "big_transformer.txt").read_text(encoding="utf-8")
-    table = text.split("\nTABLE IV\n", 1)[1].split("\nTABLE V", 1)[0]
     rows = {}
-    for line in table.splitlines():
+    for line in table_text("big_transformer.txt", "\nTABLE IV\n", "\nTABLE V").splitlines():
         cells = line.split("\t")
         if len(cells) == 13 and all(re.fullmatch(r"\d+\.\d\d", c) for c in cells[1:]):
             rows[cells[0]] = {col: tuple(cells[1 + 3 * i:4 + 3 * i]) for i, col in enumerate(BIG_COLUMNS)}
@@ -82,11 +86,6 @@ def test_an_m3e_row_of_another_width_or_backbone_start_has_its_models_paper_numb
     assert paper_number("ner/resume", "resume_plte_m3e_wide") == "96.45 BERT-base (PLTE Tab. 1, PLTE[BERT])"
     assert paper_number("ner/resume", "resume_tagger_m3e_msra2") == "95.78 BERT-base (PLTE Tab. 1, BERT-Tagger)"
     assert paper_number("ner/weibo", "weibo_plte_m3e") is None  # the PLTE paper has no PLTE[BERT] row for Weibo
-
-
-def table_text(paper: str, start: str, end: str) -> str:
-    text = (SEEDS / paper).read_text(encoding="utf-8")
-    return text[text.index(start):text.index(end, text.index(start))]
 
 
 @pytest.mark.parametrize("experiment", ["cls/chnsenticorp", "cls/thucnews", "pair/bq"])
